@@ -72,6 +72,13 @@ type SandboxInfo struct {
 	Running bool
 }
 
+// ImageInfo is what a runtime reports about an image.
+type ImageInfo struct {
+	ID           string
+	OS           string
+	Architecture string // GOARCH spelling, e.g. amd64
+}
+
 // Runtime builds images and runs sandboxes.
 type Runtime interface {
 	// Name is the value of --runtime that selects this runtime.
@@ -81,7 +88,8 @@ type Runtime interface {
 	// is not met. It never changes the machine.
 	Preflight(ctx context.Context) []Check
 
-	ImageExists(ctx context.Context, ref string) (bool, error)
+	// Image describes the image ref, or returns nil when there is none.
+	Image(ctx context.Context, ref string) (*ImageInfo, error)
 	Build(ctx context.Context, req BuildRequest) error
 
 	// Create makes a sandbox without starting it and returns its ID.

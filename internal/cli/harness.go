@@ -1,0 +1,31 @@
+package cli
+
+import (
+	"log/slog"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chalk-rl/chalk/internal/harness"
+	"github.com/chalk-rl/chalk/internal/transcript"
+)
+
+func (a *app) harnessCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:    "harness CONFIG",
+		Short:  "Run inside a sandbox: start the student and the grader (started by chalk run)",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			log := slog.New(slog.NewTextHandler(a.stderr, nil))
+			cfg, err := harness.ReadConfig(args[0])
+			if err != nil {
+				return err
+			}
+			h := &harness.Harness{Config: cfg, Events: transcript.NewWriter(a.stdout), Log: log}
+			if status := h.Run(cmd.Context()); status != transcript.StatusOK {
+				return &silentError{code: 1}
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,137 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chalk-rl/chalk/internal/env"
+	"github.com/chalk-rl/chalk/internal/hint"
+	"github.com/chalk-rl/chalk/internal/run"
+	"github.com/chalk-rl/chalk/internal/runtime"
+	"github.com/chalk-rl/chalk/internal/runtime/registry"
+	"github.com/chalk-rl/chalk/internal/transcript"
+)
+
+func (a *app) runCommand() *cobra.Command {
+	var (
+		runtimeName string
+		mounts      []string
+		o           run.Options
+	)
+	cmd := &cobra.Command{
+		Use:   "run [DIR]",
+		Short: "Run an environment: the student, then the grader, in a sandbox",
+		Long: `Run the environment in DIR (default: the current directory). Chalk builds its
+image if needed, starts a sandbox on the runtime with Chalk's harness inside,
+runs the student as an unprivileged user and then the grader, and leaves the
+run's transcript and a copy of the sandbox's /out in RUNS_DIR/TIME-ID/.
+The sandbox is removed at the end, also on failure and on Ctrl-C, unless
+--keep-containers is given.
+
+CHALK_STUDENT_NETWORK, CHALK_INFERENCE_SERVICE_TIER and LOGURU_LEVEL are
+forwarded from your shell into the sandbox.`,
+		Args: maxArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := "."
+			if len(args) == 1 {
+				dir = args[0]
+			}
+			e, err := env.Load(dir)
+			if err != nil {
+				return err
+			}
+			for _, m := range mounts {
+				mt, err := run.ParseMount(m)
+				if err != nil {
+					return err
+				}
+				o.Mounts = append(o.Mounts, mt)
+			}
+			rt, err := a.pickRuntime(cmd.Context(), runtimeName)
+			if err != nil {
+				return err
+			}
+			if err := checkMounts(rt, o.Mounts); err != nil {
+				return err
+			}
+			o.Env, o.Runtime, o.Log, o.BuildLog = e, rt, a.log, a.stderr
+			o.Forward = registry.ForwardedEnv()
+			p := &progress{w: a.stderr, start: time.Now()}
+			o.Event = p.event
+			res, err := run.Run(cmd.Context(), o)
+			if res != nil && res.Dir != "" {
+				a.summary(res)
+			}
+			if err != nil {
+				return err
+			}
+			return runOutcome(res)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&runtimeName, "runtime", "", runtimeFlagHelp)
+	f.StringArrayVar(&mounts, "mount", nil, "mount a host path into the sandbox: SOURCE:TARGET[:ro] (repeatable)")
+	f.BoolVar(&o.KeepContainers, "keep-containers", false, "leave the sandbox in place when the run ends")
+	f.BoolVar(&o.PrepareOnly, "prepare-only", false, "build the image and create the sandbox, then stop: run no student")
+	f.BoolVar(&o.Rebuild, "rebuild", false, "build the image even if it is up to date")
+	f.StringVar(&o.RunsDir, "runs-dir", envOr("CHALK_RUNS_DIR", "runs"), "directory that gets one directory per run (env CHALK_RUNS_DIR)")
+	return cmd
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// checkMounts refuses mounts the runtime cannot honour.
+func checkMounts(rt runtime.Runtime, mounts []runtime.Mount) error {
+	caps := rt.Capabilities()
+	for _, m := range mounts {
+		switch {
+		case caps.Mounts == "":
+			return hint.Newf("run without --mount, or pick another runtime", "the %s runtime does not support --mount", rt.Name())
+		case caps.Mounts == "read-only" && !m.ReadOnly:
+			return hint.Newf(fmt.Sprintf("mount it read-only: --mount %s:%s:ro", m.Source, m.Target),
+				"the %s runtime only accepts read-only mounts: the VM cannot share a writable directory with the host", rt.Name())
+		}
+	}
+	return nil
+}
+
+// summary prints where the run's results are, on stdout.
+func (a *app) summary(res *run.Result) {
+	fmt.Fprintf(a.stdout, "run %s: %s", res.ID, res.Status)
+	if res.Reward != nil {
+		fmt.Fprintf(a.stdout, " (reward %g)", *res.Reward)
+	}
+	fmt.Fprintln(a.stdout)
+	fmt.Fprintf(a.stdout, "transcript: %s\n", res.Transcript)
+	if res.Status != "prepared" {
+		fmt.Fprintf(a.stdout, "out:        %s\n", res.Out)
+	}
+	if res.Kept && res.SandboxID != "" {
+		fmt.Fprintf(a.stdout, "sandbox:    %s (kept; remove it with '%s')\n", res.Sandbox, removeHint(res))
+	}
+}
+
+func removeHint(res *run.Result) string {
+	return fmt.Sprintf("docker rm -f %s", res.Sandbox)
+}
+
+// runOutcome turns a finished run's status into the command's result.
+func runOutcome(res *run.Result) error {
+	switch res.Status {
+	case transcript.StatusOK, "prepared":
+		return nil
+	case transcript.StatusInterrupted:
+		return hint.WithCode(errors.New("run interrupted; its transcript and /out so far are kept"), ExitInterrupt)
+	}
+	return hint.Wrap(fmt.Errorf("run %s %s: %s", res.ID, res.Status, res.Message),
+		fmt.Sprintf("read what happened in %s", res.Transcript))
+}

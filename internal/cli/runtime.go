@@ -1,0 +1,46 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/chalk-rl/chalk/internal/hint"
+	"github.com/chalk-rl/chalk/internal/runtime"
+	"github.com/chalk-rl/chalk/internal/runtime/registry"
+)
+
+const runtimeFlagHelp = "runtime to use: firecracker, apple-container, modal, docker, podman, nerdctl or docker:gvisor (default: the platform's VM)"
+
+// pickRuntime resolves --runtime (or the default), says which runtime it
+// picked and why, and runs its preflight, stopping with the failed checks
+// and their fixes.
+func (a *app) pickRuntime(ctx context.Context, name string) (runtime.Runtime, error) {
+	why := "chosen with --runtime"
+	if name == "" {
+		name, why = registry.Default(runtime.RealHost())
+		why += "; pass --runtime to choose another"
+	}
+	rt, err := registry.Lookup(name)
+	if err != nil {
+		return nil, &usageError{err: err, help: hint.Of(err)}
+	}
+	a.log.Info("runtime "+name, "why", why)
+	if failed := runtime.Failed(rt.Preflight(ctx)); len(failed) > 0 {
+		return nil, preflightError(name, failed)
+	}
+	return rt, nil
+}
+
+// preflightError stops a command on failed checks, listing each with its
+// fix: the same text chalk doctor prints.
+func preflightError(name string, failed []runtime.Check) error {
+	var b strings.Builder
+	runtime.WriteChecks(&b, failed)
+	noun := "check"
+	if len(failed) > 1 {
+		noun = "checks"
+	}
+	return hint.Newf(fmt.Sprintf("fix the above, then check again with 'chalk doctor --runtime %s'", name),
+		"the %s runtime is not set up (%d %s failed):\n%s", name, len(failed), noun, strings.TrimRight(b.String(), "\n"))
+}

@@ -1,0 +1,94 @@
+// Package harness is Chalk's trusted process inside the sandbox. It starts
+// as the sandbox's entrypoint (`chalk harness CONFIG`), runs the student as
+// an unprivileged uid, then the grader, records every event as a transcript
+// line on its stdout, and packs /out for the host.
+package harness
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+)
+
+// Paths inside the sandbox.
+const (
+	// Dir holds the chalk binary and, in Dir/run, the run's private files.
+	Dir = "/.chalk"
+	// Binary is where the host puts the chalk binary.
+	Binary = Dir + "/chalk"
+	// RunDir is the run's private directory, mode 0700: its config, with
+	// any secret in it, and the packed /out. The student cannot read it.
+	RunDir = Dir + "/run"
+	// ConfigPath is the run's config.
+	ConfigPath = RunDir + "/config.json"
+	// OutArchive is where the harness leaves /out, packed, for the host.
+	OutArchive = RunDir + "/out.tar"
+	// OutDir is the run's output directory.
+	OutDir = "/out"
+	// RewardFile is where the grader writes the reward, as a number.
+	RewardFile = OutDir + "/reward"
+)
+
+// StudentUID is the unprivileged uid (and gid) the student runs as. It is
+// unused in common base images.
+const StudentUID = 61000
+
+// Config is what the host tells the harness, as JSON in ConfigPath. It is
+// read from a file so that nothing in it (an API key, say) is on any
+// command line.
+type Config struct {
+	RunID   string   `json:"run_id"`
+	Student Process  `json:"student"`
+	Grader  *Process `json:"grader,omitempty"`
+	// Env is added to both processes' environments: the variables
+	// forwarded from the host's shell.
+	Env map[string]string `json:"env,omitempty"`
+	// UID runs the student; zero means StudentUID.
+	UID int `json:"uid,omitempty"`
+}
+
+// Process is one command the harness runs.
+type Process struct {
+	Command []string          `json:"command"`
+	Workdir string            `json:"workdir,omitempty"`
+	Timeout Duration          `json:"timeout,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+}
+
+// Duration is a time.Duration written as a string such as "1m30s".
+type Duration time.Duration
+
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// ReadConfig reads and checks the config at path.
+func ReadConfig(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read run config: %w", err)
+	}
+	var c Config
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("parse run config %s: %w", path, err)
+	}
+	if len(c.Student.Command) == 0 {
+		return nil, fmt.Errorf("run config %s: student.command is empty", path)
+	}
+	if c.UID == 0 {
+		c.UID = StudentUID
+	}
+	return &c, nil
+}

@@ -1,0 +1,180 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/chalk-rl/chalk/internal/outdir"
+	"github.com/chalk-rl/chalk/internal/transcript"
+)
+
+// Harness runs one episode: the student, then the grader.
+type Harness struct {
+	Config *Config
+	Events *transcript.Writer
+	Log    *slog.Logger
+	// OutDir and OutArchive default to the sandbox paths; tests move them.
+	OutDir     string
+	OutArchive string
+}
+
+// Run runs the episode and returns the run's status. ctx ending (SIGTERM
+// from the host) stops the student at once, skips the grader, and still
+// packs /out.
+func (h *Harness) Run(ctx context.Context) string {
+	if h.OutDir == "" {
+		h.OutDir = OutDir
+	}
+	if h.OutArchive == "" {
+		h.OutArchive = OutArchive
+	}
+	c := h.Config
+	uid := c.UID
+	h.emit(transcript.Event{Type: transcript.Note, Message: fmt.Sprintf("harness started; the student runs as uid %d", uid)})
+
+	status := transcript.StatusOK
+	var reasons []string
+	if err := h.prepare(uid); err != nil {
+		h.emit(transcript.Event{Type: transcript.RunFinished, Status: transcript.StatusError, Message: err.Error()})
+		return transcript.StatusError
+	}
+
+	res := h.runProcess(ctx, "student", c.Student, &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}})
+	killUID(uid)
+	switch {
+	case ctx.Err() != nil:
+		status = transcript.StatusInterrupted
+		reasons = append(reasons, "interrupted")
+	case res.err != nil:
+		status = transcript.StatusFailed
+		reasons = append(reasons, "student: "+res.err.Error())
+	case res.timedOut:
+		status = transcript.StatusFailed
+		reasons = append(reasons, fmt.Sprintf("student: timed out after %s", time.Duration(c.Student.Timeout)))
+	case res.code != 0:
+		status = transcript.StatusFailed
+		reasons = append(reasons, "student: "+res.describe())
+	}
+
+	if c.Grader != nil && ctx.Err() == nil {
+		g := h.runProcess(ctx, "grader", *c.Grader, nil)
+		switch {
+		case ctx.Err() != nil:
+			status = transcript.StatusInterrupted
+			reasons = append(reasons, "interrupted")
+		case g.err != nil || g.timedOut || g.code != 0:
+			status = transcript.StatusFailed
+			msg := g.describe()
+			if g.err != nil {
+				msg = g.err.Error()
+			} else if g.timedOut {
+				msg = fmt.Sprintf("timed out after %s", time.Duration(c.Grader.Timeout))
+			}
+			reasons = append(reasons, "grader: "+msg)
+		default:
+			h.readReward()
+		}
+	}
+
+	if err := h.packOut(); err != nil {
+		h.Log.Error("pack /out", "err", err)
+		h.emit(transcript.Event{Type: transcript.Note, Message: "could not pack /out: " + err.Error()})
+	}
+	msg := "the student and the grader succeeded"
+	if c.Grader == nil {
+		msg = "the student succeeded"
+	}
+	if len(reasons) > 0 {
+		msg = strings.Join(reasons, "; ")
+	}
+	h.emit(transcript.Event{Type: transcript.RunFinished, Status: status, Message: msg})
+	return status
+}
+
+func (h *Harness) emit(e transcript.Event) {
+	if err := h.Events.Emit(e); err != nil {
+		h.Log.Error("write event", "type", e.Type, "err", err)
+	}
+}
+
+// prepare makes /out and the student's workdir, owned by the student.
+func (h *Harness) prepare(uid int) error {
+	if err := os.MkdirAll(h.OutDir, 0o755); err != nil {
+		return fmt.Errorf("make %s: %w", h.OutDir, err)
+	}
+	if err := os.Lchown(h.OutDir, uid, uid); err != nil {
+		return fmt.Errorf("give %s to the student: %w", h.OutDir, err)
+	}
+	wd := h.Config.Student.Workdir
+	if wd == "" {
+		return nil
+	}
+	if _, err := os.Lstat(wd); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(wd, 0o755); err != nil {
+			return fmt.Errorf("make the student's workdir %s: %w", wd, err)
+		}
+		if err := os.Lchown(wd, uid, uid); err != nil {
+			return fmt.Errorf("give %s to the student: %w", wd, err)
+		}
+	}
+	return nil
+}
+
+// readReward reads the number the grader wrote to /out/reward. The file is
+// in the student's /out, so it is opened without following links and
+// read no further than a number's length.
+func (h *Harness) readReward() {
+	p := filepath.Join(h.OutDir, filepath.Base(RewardFile))
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		h.emit(transcript.Event{Type: transcript.Note, Message: "the grader wrote no reward to " + RewardFile})
+		return
+	}
+	if err != nil {
+		h.emit(transcript.Event{Type: transcript.Note, Message: "cannot read the reward: " + err.Error()})
+		return
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		h.emit(transcript.Event{Type: transcript.Note, Message: RewardFile + " is not a regular file; no reward recorded"})
+		return
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, 64))
+	v, err := strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
+	if err != nil {
+		h.emit(transcript.Event{Type: transcript.Note, Message: fmt.Sprintf("%s holds %q, not a number; no reward recorded", RewardFile, strings.TrimSpace(string(b)))})
+		return
+	}
+	h.emit(transcript.Event{Type: transcript.Reward, Reward: transcript.Float(v)})
+}
+
+// packOut writes /out, regular files and directories only, to the
+// archive the host collects.
+func (h *Harness) packOut() error {
+	tmp := h.OutArchive + ".part"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	sum, err := outdir.Pack(h.OutDir, f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, h.OutArchive); err != nil {
+		return err
+	}
+	h.emit(transcript.Event{Type: transcript.OutCopied, Files: sum.Files, Bytes: sum.Bytes, Skipped: sum.Skipped})
+	return nil
+}

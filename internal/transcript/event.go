@@ -1,0 +1,126 @@
+// Package transcript defines the events a run records and reads and writes
+// them as JSON Lines: one event per line, flushed as it happens, so a run
+// that dies midway still leaves a valid transcript up to that point.
+package transcript
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"time"
+	"unicode/utf8"
+)
+
+// Version is the schema version written in every event's "v".
+const Version = 1
+
+// Event types.
+const (
+	RunStarted     = "run.started"
+	ProcessStarted = "process.started"
+	Output         = "output"
+	ProcessExited  = "process.exited"
+	Reward         = "reward"
+	OutCopied      = "out.copied"
+	Note           = "note"
+	RunFinished    = "run.finished"
+)
+
+// Run statuses, in run.finished.
+const (
+	StatusOK          = "ok"          // the student and the grader exited 0
+	StatusFailed      = "failed"      // the student or the grader failed
+	StatusInterrupted = "interrupted" // stopped by Ctrl-C or SIGTERM
+	StatusError       = "error"       // Chalk could not run it to the end
+)
+
+// Event is one line of a transcript. Type says which of the optional
+// fields are set.
+type Event struct {
+	V    int       `json:"v"`
+	Seq  int64     `json:"seq"`
+	Time time.Time `json:"time"`
+	Type string    `json:"type"`
+
+	// run.started
+	Run *RunInfo `json:"run,omitempty"`
+
+	// process.started, output, process.exited: which process ("student"
+	// or "grader").
+	Process string   `json:"process,omitempty"`
+	Command []string `json:"command,omitempty"`
+	UID     *int     `json:"uid,omitempty"`
+
+	// output: the stream and the bytes, as text when they are valid UTF-8,
+	// else base64 in data_b64.
+	Stream  string `json:"stream,omitempty"`
+	Text    string `json:"text,omitempty"`
+	DataB64 string `json:"data_b64,omitempty"`
+
+	// process.exited
+	ExitCode   *int   `json:"exit_code,omitempty"`
+	Signal     string `json:"signal,omitempty"`
+	TimedOut   bool   `json:"timed_out,omitempty"`
+	DurationMS int64  `json:"duration_ms,omitempty"`
+
+	// reward
+	Reward *float64 `json:"reward,omitempty"`
+
+	// out.copied: files and bytes kept, and what was left out (symlinks,
+	// fifos, devices).
+	Files   int      `json:"files,omitempty"`
+	Bytes   int64    `json:"bytes,omitempty"`
+	Skipped []string `json:"skipped,omitempty"`
+
+	// run.finished
+	Status string `json:"status,omitempty"`
+
+	// note, run.finished: a sentence for people.
+	Message string `json:"message,omitempty"`
+}
+
+// RunInfo describes the run in its run.started event.
+type RunInfo struct {
+	ID          string  `json:"id"`
+	Environment string  `json:"environment"`
+	Image       string  `json:"image,omitempty"`
+	Runtime     string  `json:"runtime,omitempty"`
+	Hardware    string  `json:"hardware,omitempty"`
+	CPUs        float64 `json:"cpus,omitempty"`
+	MemoryBytes int64   `json:"memory_bytes,omitempty"`
+	// StudentMemoryBytes is the student's limit: the sandbox's memory less
+	// what is kept for the harness.
+	StudentMemoryBytes int64 `json:"student_memory_bytes,omitempty"`
+}
+
+// SetData stores b in e as text or base64.
+func (e *Event) SetData(b []byte) {
+	if utf8.Valid(b) {
+		e.Text = string(b)
+		return
+	}
+	e.DataB64 = base64.StdEncoding.EncodeToString(b)
+}
+
+// Data returns the bytes of an output event.
+func (e *Event) Data() []byte {
+	if e.DataB64 != "" {
+		b, _ := base64.StdEncoding.DecodeString(e.DataB64)
+		return b
+	}
+	return []byte(e.Text)
+}
+
+// Int returns a pointer to n, for the optional fields.
+func Int(n int) *int { return &n }
+
+// Float returns a pointer to f.
+func Float(f float64) *float64 { return &f }
+
+// Marshal encodes e as one line, newline included.
+func Marshal(e Event) ([]byte, error) {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
