@@ -38,7 +38,7 @@ type Engine struct {
 
 var _ runtime.Runtime = (*Engine)(nil)
 
-func (e *Engine) Name() string                        { return e.RuntimeName }
+func (e *Engine) Name() string                       { return e.RuntimeName }
 func (e *Engine) Capabilities() runtime.Capabilities { return e.Caps }
 
 func (e *Engine) Preflight(ctx context.Context) []runtime.Check {
@@ -351,4 +351,10 @@ func LabelArgs(labels map[string]string) []string {
 		args = append(args, "--label", k+"="+labels[k])
 	}
 	return args
+}
+
+// RemoveImage deletes an image.
+func (e *Engine) RemoveImage(ctx context.Context, ref string) error {
+	_, err := e.command(ctx, nil, "image", "rm", "--force", ref)
+	return err
 }

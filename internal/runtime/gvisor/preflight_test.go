@@ -38,6 +38,7 @@ type fake struct {
 	fixture   string            // testdata file served as /etc/docker/daemon.json; "" for none
 	onPath    map[string]string // LookPath answers
 	exists    []string          // paths Stat finds
+	readErr   error             // ReadFile's error for daemon.json
 	dockerOut string
 	dockerErr error
 	ran       [][]string
@@ -53,6 +54,9 @@ func (f *fake) host() runtime.Host {
 			return "", &fs.PathError{Op: "lookpath", Path: name, Err: fs.ErrNotExist}
 		},
 		ReadFile: func(name string) ([]byte, error) {
+			if name == DaemonJSONPath && f.readErr != nil {
+				return nil, &fs.PathError{Op: "open", Path: name, Err: f.readErr}
+			}
 			if name != DaemonJSONPath || f.fixture == "" {
 				return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
 			}
@@ -196,6 +200,13 @@ func TestPreflight(t *testing.T) {
 			want:         map[string]runtime.Status{"runsc": runtime.Pass, "daemon.json": runtime.Fail, "docker runtimes": runtime.Pass},
 			daemonFix:    "# make /etc/docker/daemon.json a JSON object first, then run chalk again for the file to write",
 			daemonDetail: []string{"runtimes is an array, not a JSON object"},
+		},
+		{
+			name:         "daemon.json unreadable",
+			modify:       func(f *fake) { f.readErr = fs.ErrPermission },
+			want:         map[string]runtime.Status{"runsc": runtime.Pass, "daemon.json": runtime.Fail, "docker runtimes": runtime.Pass},
+			daemonFix:    "# make it readable, then run chalk again for the file to write:\nsudo chmod 644 /etc/docker/daemon.json",
+			daemonDetail: []string{"can't read /etc/docker/daemon.json: permission denied"},
 		},
 		{
 			name: "runsc not installed",
