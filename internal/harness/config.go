@@ -74,6 +74,17 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// studentUID is the uid the student runs as: UID, or StudentUID when UID
+// is unset. Never root: a Config built in code rather than read by
+// ReadConfig has UID zero, and running the student (and killing every
+// process of its uid) as root would be a disaster.
+func (c *Config) studentUID() int {
+	if c.UID <= 0 {
+		return StudentUID
+	}
+	return c.UID
+}
+
 // ReadConfig reads and checks the config at path.
 func ReadConfig(path string) (*Config, error) {
 	b, err := os.ReadFile(path)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -38,7 +39,7 @@ func (h *Harness) Run(ctx context.Context) string {
 		h.OutArchive = OutArchive
 	}
 	c := h.Config
-	uid := c.UID
+	uid := c.studentUID()
 	h.emit(transcript.Event{Type: transcript.Note, Message: fmt.Sprintf("harness started; the student runs as uid %d", uid)})
 
 	status := transcript.StatusOK
@@ -150,7 +151,9 @@ func (h *Harness) readReward() {
 	}
 	b, _ := io.ReadAll(io.LimitReader(f, 64))
 	v, err := strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
-	if err != nil {
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		// NaN and ±Inf parse, but JSON cannot carry them: the reward
+		// event would be lost without a word.
 		h.emit(transcript.Event{Type: transcript.Note, Message: fmt.Sprintf("%s holds %q, not a number; no reward recorded", RewardFile, strings.TrimSpace(string(b)))})
 		return
 	}
