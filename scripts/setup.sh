@@ -7,6 +7,7 @@
 #     else builds it with Go)
 #   - makes debian:bookworm-slim locally with debootstrap when it cannot be
 #     pulled (machines with no registry)
+#   - installs podman and loads the same base image into it
 #   - builds the chalk binary (static) into ./bin/chalk
 set -euo pipefail
 
@@ -88,6 +89,16 @@ if ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
 	fi
 fi
 
-# 4. the chalk binary, static so it runs inside any sandbox.
+# 4. podman, with the same base image, for its real-engine tests.
+if ! command -v podman >/dev/null 2>&1; then
+	say "installing podman"
+	apt_install podman
+fi
+if ! podman image exists "$BASE_IMAGE" 2>/dev/null; then
+	say "loading $BASE_IMAGE into podman"
+	docker save "$BASE_IMAGE" | podman load -q >/dev/null
+fi
+
+# 5. the chalk binary, static so it runs inside any sandbox.
 say "building bin/chalk"
 (cd "$root" && CGO_ENABLED=0 go build -trimpath -o bin/chalk ./cmd/chalk)

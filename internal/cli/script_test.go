@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 
 // harnessBinary builds a static chalk once per test binary, for the
 // sandboxes: the test binary itself is not static.
-func harnessBinary(t *testing.T) string {
+func harnessBinary(t testing.TB) string {
 	t.Helper()
 	dir := filepath.Join(os.TempDir(), "chalk-test-harness")
 	bin := filepath.Join(dir, "chalk")

@@ -31,6 +31,9 @@ type Engine struct {
 	// CreateArgs are added to every create, before the spec's own flags
 	// (e.g. --runtime=runsc).
 	CreateArgs []string
+	// RemoveArgs replace "rm --force --volumes" (podman needs --time 0 to
+	// kill at once rather than wait for SIGTERM).
+	RemoveArgs []string
 	// Checks is the runtime's preflight.
 	Checks func(ctx context.Context) []runtime.Check
 	Caps   runtime.Capabilities
@@ -99,7 +102,7 @@ func (e *Engine) daemonFix() string {
 
 func notFound(msg string) bool {
 	m := strings.ToLower(msg)
-	return strings.Contains(m, "no such") || strings.Contains(m, "not found") || strings.Contains(m, "does not exist")
+	return strings.Contains(m, "no such") || strings.Contains(m, "not found") || strings.Contains(m, "does not exist") || strings.Contains(m, "not known")
 }
 
 // Image describes ref, or returns nil when the engine has no such image.
@@ -316,7 +319,11 @@ func (r *cmdReader) Close() error {
 
 // Remove force-removes the sandbox and its anonymous volumes.
 func (e *Engine) Remove(ctx context.Context, id string) error {
-	_, err := e.command(ctx, nil, "rm", "--force", "--volumes", id)
+	args := e.RemoveArgs
+	if args == nil {
+		args = []string{"rm", "--force", "--volumes"}
+	}
+	_, err := e.command(ctx, nil, append(args, id)...)
 	if err != nil && notFound(err.Error()) {
 		return nil
 	}

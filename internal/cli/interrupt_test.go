@@ -1,0 +1,92 @@
+package cli_test
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chalk-rl/chalk/internal/testenv"
+	"github.com/chalk-rl/chalk/internal/transcript"
+)
+
+// Ctrl-C during a run: the harness stops the student, /out so far and the
+// transcript reach the host, no sandbox is left behind, and chalk exits 130.
+func TestInterruptLeavesNothingBehind(t *testing.T) {
+	testenv.NeedDocker(t)
+	bin := harnessBinary(t)
+	dir := t.TempDir()
+	envDir := filepath.Join(dir, "env")
+	require.NoError(t, os.MkdirAll(envDir, 0o755))
+	name := "interrupt" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", ""))[:8]
+	require.NoError(t, os.WriteFile(filepath.Join(envDir, "Containerfile"), []byte("FROM "+testenv.BaseImage(t)+"\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(envDir, "chalk.toml"), []byte(`name = "`+name+`"
+[student]
+command = ["/bin/sh", "-c", "echo so far > /out/partial.txt; echo working; sleep 300"]
+[grader]
+command = ["/bin/sh", "-c", "echo the grader must not run; exit 1"]
+`), 0o644))
+
+	runs := filepath.Join(dir, "runs")
+	cmd := exec.Command(bin, "run", "--runtime", "docker", "--runs-dir", runs, envDir)
+	cmd.Env = append(os.Environ(), "CHALK_HARNESS_BINARY="+bin)
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+
+	working := make(chan struct{})
+	var log strings.Builder
+	go func() {
+		s := bufio.NewScanner(stderr)
+		once := false
+		for s.Scan() {
+			log.WriteString(s.Text() + "\n")
+			if !once && strings.Contains(s.Text(), "student | working") {
+				once = true
+				close(working)
+			}
+		}
+	}()
+	select {
+	case <-working:
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("the student never started; chalk said:\n%s", log.String())
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	select {
+	case err = <-waited:
+	case <-time.After(time.Minute):
+		t.Fatal("chalk did not exit after Ctrl-C")
+	}
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	require.Equal(t, 130, exit.ExitCode(), log.String())
+
+	out, err := exec.CommandContext(context.Background(), "docker", "ps", "-aq", "--filter", "label=dev.chalk.environment="+name).Output()
+	require.NoError(t, err)
+	require.Empty(t, strings.TrimSpace(string(out)), "no sandbox is left behind")
+
+	runDirs, _ := filepath.Glob(filepath.Join(runs, "*"))
+	require.Len(t, runDirs, 1)
+	b, err := os.ReadFile(filepath.Join(runDirs[0], "out", "partial.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "so far\n", string(b))
+	events, err := transcript.ReadFile(filepath.Join(runDirs[0], "transcript.jsonl"))
+	require.NoError(t, err)
+	last := events[len(events)-1]
+	require.Equal(t, transcript.RunFinished, last.Type)
+	require.Equal(t, transcript.StatusInterrupted, last.Status)
+	for _, e := range events {
+		require.NotEqual(t, "grader", e.Process, "the grader does not run after Ctrl-C")
+	}
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# test.sh: the whole test suite, as CI runs it. Sets the machine up first
+# (docker, buildx, the base image), then: gofmt, go vet, every test (the
+# real-docker ones included), and the run benchmark, which prints its ratio.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+scripts/setup.sh
+
+echo "==> gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*'))
+if [ -n "$unformatted" ]; then
+	echo "these files need gofmt -w:" >&2
+	echo "$unformatted" >&2
+	exit 1
+fi
+
+echo "==> go vet"
+go vet ./...
+
+echo "==> go test"
+# CI=true turns a missing docker into a failure instead of a skip.
+CI=${CI:-true} go test -count=1 -timeout 20m ./...
+
+echo "==> benchmark: chalk run against docker run --rm"
+CI=${CI:-true} go test -count=1 -run '^$' -bench RunVsDocker -benchtime 10x ./internal/cli/
