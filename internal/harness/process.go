@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -177,7 +179,7 @@ func (h *Harness) environ(p Process, student bool) []string {
 	if _, ok := env["PATH"]; !ok {
 		set("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
 	}
-	for _, k := range sortedKeys(h.Config.Env) {
+	for _, k := range slices.Sorted(maps.Keys(h.Config.Env)) {
 		set(k, h.Config.Env[k])
 	}
 	if student {
@@ -189,7 +191,7 @@ func (h *Harness) environ(p Process, student bool) []string {
 		set("USER", "student")
 		set("LOGNAME", "student")
 	}
-	for _, k := range sortedKeys(p.Env) {
+	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
 		set(k, p.Env[k])
 	}
 	out := make([]string, 0, len(order))

@@ -11,7 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -172,7 +174,7 @@ func createArgs(base []string, spec runtime.SandboxSpec) ([]string, error) {
 	if spec.Name != "" {
 		args = append(args, "--name", spec.Name)
 	}
-	for _, k := range sortedKeys(spec.Labels) {
+	for _, k := range slices.Sorted(maps.Keys(spec.Labels)) {
 		args = append(args, "--label", k+"="+spec.Labels[k])
 	}
 	if spec.CPUs > 0 {
@@ -333,7 +335,7 @@ func (e *Engine) Remove(ctx context.Context, id string) error {
 // List returns the sandboxes that carry all of labels.
 func (e *Engine) List(ctx context.Context, labels map[string]string) ([]runtime.SandboxInfo, error) {
 	args := []string{"ps", "--all", "--quiet", "--no-trunc"}
-	for _, k := range sortedKeys(labels) {
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		f := k
 		if labels[k] != "" {
 			f += "=" + labels[k]
@@ -354,7 +356,7 @@ func (e *Engine) List(ctx context.Context, labels map[string]string) ([]runtime.
 // LabelArgs renders labels as --label flags, in a stable order.
 func LabelArgs(labels map[string]string) []string {
 	var args []string
-	for _, k := range sortedKeys(labels) {
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		args = append(args, "--label", k+"="+labels[k])
 	}
 	return args

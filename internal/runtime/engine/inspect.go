@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"sort"
 	"strings"
 	"sync"
 
@@ -38,15 +37,6 @@ func (e *Engine) inspect(ctx context.Context, ids []string) ([]runtime.SandboxIn
 		infos = append(infos, info)
 	}
 	return infos, nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // tailBuffer keeps the last 8 KiB written to it: enough of a client's

@@ -151,7 +151,7 @@ func checkKVM(h runtime.Host) runtime.Check {
 		return fail(name, err.Error(), fixKVMGroup)
 	}
 	if err := h.Access(KVMDevice, runtime.AccessRead|runtime.AccessWrite); err != nil {
-		return fail(name, "no read and write access: "+errText(err), fixKVMGroup)
+		return fail(name, "no read and write access: "+runtime.ErrText(err), fixKVMGroup)
 	}
 	return pass(name, "read and write access")
 }
@@ -173,9 +173,9 @@ func checkBuildx(ctx context.Context, h runtime.Host, haveDocker bool) runtime.C
 	defer cancel()
 	out, err := h.Run(ctx, "docker", "buildx", "version")
 	if err != nil {
-		return fail(name, "docker buildx version failed: "+firstLine(err.Error()), fixBuildx)
+		return fail(name, "docker buildx version failed: "+runtime.FirstLine(err.Error()), fixBuildx)
 	}
-	return pass(name, firstLine(string(out)))
+	return pass(name, runtime.FirstLine(string(out)))
 }
 
 type tool struct {
@@ -212,7 +212,7 @@ func checkUserNS(h runtime.Host) runtime.Check {
 	case errors.Is(err, fs.ErrNotExist):
 		return pass(name, "AppArmor doesn't restrict them")
 	case err != nil:
-		return skip(name, "can't read "+AppArmorUserNS+": "+errText(err))
+		return skip(name, "can't read "+AppArmorUserNS+": "+runtime.ErrText(err))
 	}
 	if strings.TrimSpace(string(b)) == "1" {
 		return fail(name, "AppArmor stops pasta from creating its user namespace (kernel.apparmor_restrict_unprivileged_userns=1)", fixAppArmor)
@@ -238,18 +238,18 @@ func checkCache(h runtime.Host) runtime.Check {
 		return fail(name, "can't find the cache directory: neither XDG_CACHE_HOME nor HOME is set",
 			"export XDG_CACHE_HOME=~/.cache")
 	}
-	fixOwn := "sudo chown -R \"$USER\" " + shellQuote(dir)
+	fixOwn := "sudo chown -R \"$USER\" " + runtime.ShellQuote(dir)
 	fi, err := h.Stat(dir)
 	switch {
 	case err == nil && !fi.IsDir():
-		return fail(name, dir+" is not a directory", "rm "+shellQuote(dir))
+		return fail(name, dir+" is not a directory", "rm "+runtime.ShellQuote(dir))
 	case err == nil:
 		if aerr := h.Access(dir, runtime.AccessRead|runtime.AccessWrite|runtime.AccessExec); aerr != nil {
-			return fail(name, dir+" is not writable: "+errText(aerr), fixOwn)
+			return fail(name, dir+" is not writable: "+runtime.ErrText(aerr), fixOwn)
 		}
 		return pass(name, "cached in "+dir)
 	case !errors.Is(err, fs.ErrNotExist):
-		return fail(name, errText(err), fixOwn)
+		return fail(name, runtime.ErrText(err), fixOwn)
 	}
 	// Absent: Chalk creates it on the first run, so the nearest directory
 	// that exists must let us create it.
@@ -265,40 +265,8 @@ func checkCache(h runtime.Host) runtime.Check {
 		parent = next
 	}
 	if aerr := h.Access(parent, runtime.AccessWrite|runtime.AccessExec); aerr != nil {
-		return fail(name, fmt.Sprintf("can't create %s: %s", dir, errText(aerr)),
-			"sudo mkdir -p "+shellQuote(dir)+" && sudo chown \"$USER\" "+shellQuote(dir))
+		return fail(name, fmt.Sprintf("can't create %s: %s", dir, runtime.ErrText(aerr)),
+			"sudo mkdir -p "+runtime.ShellQuote(dir)+" && sudo chown \"$USER\" "+runtime.ShellQuote(dir))
 	}
 	return pass(name, "downloaded on first run into "+dir)
-}
-
-// errText is err's message without the path an fs.PathError repeats.
-func errText(err error) string {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	return err.Error()
-}
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return strings.TrimSpace(s)
-}
-
-// shellQuote quotes s for a POSIX shell when it needs quoting.
-func shellQuote(s string) string {
-	safe := s != ""
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+=:,@%", r)) {
-			safe = false
-			break
-		}
-	}
-	if safe {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

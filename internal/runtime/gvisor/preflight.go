@@ -78,8 +78,8 @@ func checkDaemonJSON(h runtime.Host, path, runscPath string, runscFound bool) ru
 	data, err := h.ReadFile(path)
 	missing := errors.Is(err, fs.ErrNotExist)
 	if err != nil && !missing {
-		return fail(name, "can't read "+path+": "+errText(err),
-			"# make it readable, then run chalk again for the file to write:\nsudo chmod 644 "+shellQuote(path))
+		return fail(name, "can't read "+path+": "+runtime.ErrText(err),
+			"# make it readable, then run chalk again for the file to write:\nsudo chmod 644 "+runtime.ShellQuote(path))
 	}
 	if !missing {
 		problems, err := inspect(h, data)
@@ -171,7 +171,7 @@ func checkDockerRuntimes(ctx context.Context, h runtime.Host, daemonOK bool) run
 	defer cancel()
 	out, err := h.Run(ctx, "docker", "info", "--format", "{{json .Runtimes}}")
 	if err != nil {
-		msg := firstLine(err.Error())
+		msg := runtime.FirstLine(err.Error())
 		fix := "# see why docker info fails:\ndocker info"
 		switch {
 		case strings.Contains(msg, "Cannot connect to the Docker daemon"):
@@ -210,36 +210,4 @@ func checkDockerRuntimes(ctx context.Context, h runtime.Host, daemonOK bool) run
 		}
 	}
 	return pass(name, "docker has the runsc runtime")
-}
-
-// errText is err's message without the path an fs.PathError repeats.
-func errText(err error) string {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	return err.Error()
-}
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return strings.TrimSpace(s)
-}
-
-// shellQuote quotes s for a POSIX shell when it needs quoting.
-func shellQuote(s string) string {
-	safe := s != ""
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+=:,@%", r)) {
-			safe = false
-			break
-		}
-	}
-	if safe {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
