@@ -114,6 +114,7 @@ transcript and /out on the host.`,
 		a.doctorCommand(),
 		a.harnessCommand(),
 		a.versionCommand(),
+		a.sandboxCommand(),
 	)
 	return root
 }
