@@ -67,6 +67,7 @@ func (h *Harness) Run(ctx context.Context) string {
 	}
 
 	if c.Grader != nil && ctx.Err() == nil {
+		h.clearReward()
 		g := h.runProcess(ctx, "grader", *c.Grader, nil)
 		switch {
 		case ctx.Err() != nil:
@@ -128,6 +129,23 @@ func (h *Harness) prepare(uid int) error {
 		}
 	}
 	return nil
+}
+
+// clearReward removes whatever the student left at /out/reward before the
+// grader runs, so that the reward read afterwards is the grader's: else a
+// number the student wrote would stand whenever the grader writes none,
+// and a symlink, hard link or fifo it planted would take the root
+// grader's write elsewhere, or block it.
+func (h *Harness) clearReward() {
+	p := filepath.Join(h.OutDir, filepath.Base(RewardFile))
+	if _, err := os.Lstat(p); err != nil {
+		return
+	}
+	if err := os.RemoveAll(p); err != nil { // never follows a symlink
+		h.emit(transcript.Event{Type: transcript.Note, Message: "could not remove the " + RewardFile + " the student left: " + err.Error()})
+		return
+	}
+	h.emit(transcript.Event{Type: transcript.Note, Message: "removed the " + RewardFile + " the student left, before the grader ran"})
 }
 
 // readReward reads the number the grader wrote to /out/reward. The file is
