@@ -22,10 +22,7 @@ func BenchmarkRunVsDocker(b *testing.B) {
 	testenv.NeedDocker(b)
 	bin := harnessBinary(b)
 	dir := b.TempDir()
-	envDir := filepath.Join(dir, "env")
-	must(b, os.MkdirAll(envDir, 0o755))
-	must(b, os.WriteFile(filepath.Join(envDir, "Containerfile"), []byte("FROM "+testenv.BaseImage(b)+"\n"), 0o644))
-	must(b, os.WriteFile(filepath.Join(envDir, "chalk.toml"), []byte("name = \"bench-true\"\n[student]\ncommand = [\"true\"]\n"), 0o644))
+	envDir := writeEnv(b, dir, "name = \"bench-true\"\n[student]\ncommand = [\"true\"]\n")
 	runs := filepath.Join(dir, "runs")
 	chalk := func() *exec.Cmd {
 		c := exec.Command(bin, "run", "--runtime", "docker", "--runs-dir", runs, envDir)
@@ -73,9 +70,19 @@ func median(d []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-func must(b *testing.B, err error) {
-	b.Helper()
-	if err != nil {
-		b.Fatal(err)
+// writeEnv makes an environment in dir/env, FROM the base image, with the
+// given chalk.toml, and returns its path.
+func writeEnv(t testing.TB, dir, chalkTOML string) string {
+	t.Helper()
+	envDir := filepath.Join(dir, "env")
+	files := map[string]string{"Containerfile": "FROM " + testenv.BaseImage(t) + "\n", "chalk.toml": chalkTOML}
+	if err := os.MkdirAll(envDir, 0o755); err != nil {
+		t.Fatal(err)
 	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(envDir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return envDir
 }

@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/chalk-rl/chalk/internal/env"
 	"github.com/chalk-rl/chalk/internal/run"
 )
 
@@ -22,11 +21,7 @@ environment is not built again. The build log streams to stderr; the image's
 tag is printed on stdout.`,
 		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := "."
-			if len(args) == 1 {
-				dir = args[0]
-			}
-			e, err := env.Load(dir)
+			e, err := loadEnv(args)
 			if err != nil {
 				return err
 			}

@@ -23,16 +23,13 @@ func TestInterruptLeavesNothingBehind(t *testing.T) {
 	testenv.NeedDocker(t)
 	bin := harnessBinary(t)
 	dir := t.TempDir()
-	envDir := filepath.Join(dir, "env")
-	require.NoError(t, os.MkdirAll(envDir, 0o755))
 	name := "interrupt" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", ""))[:8]
-	require.NoError(t, os.WriteFile(filepath.Join(envDir, "Containerfile"), []byte("FROM "+testenv.BaseImage(t)+"\n"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(envDir, "chalk.toml"), []byte(`name = "`+name+`"
+	envDir := writeEnv(t, dir, `name = "`+name+`"
 [student]
 command = ["/bin/sh", "-c", "echo so far > /out/partial.txt; echo working; sleep 300"]
 [grader]
 command = ["/bin/sh", "-c", "echo the grader must not run; exit 1"]
-`), 0o644))
+`)
 
 	runs := filepath.Join(dir, "runs")
 	cmd := exec.Command(bin, "run", "--runtime", "docker", "--runs-dir", runs, envDir)

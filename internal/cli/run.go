@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/chalk-rl/chalk/internal/env"
 	"github.com/chalk-rl/chalk/internal/hint"
 	"github.com/chalk-rl/chalk/internal/run"
 	"github.com/chalk-rl/chalk/internal/runtime"
@@ -36,11 +35,7 @@ CHALK_STUDENT_NETWORK, CHALK_INFERENCE_SERVICE_TIER and LOGURU_LEVEL are
 forwarded from your shell into the sandbox.`,
 		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := "."
-			if len(args) == 1 {
-				dir = args[0]
-			}
-			e, err := env.Load(dir)
+			e, err := loadEnv(args)
 			if err != nil {
 				return err
 			}

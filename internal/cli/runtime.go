@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/chalk-rl/chalk/internal/env"
 	"github.com/chalk-rl/chalk/internal/hint"
 	"github.com/chalk-rl/chalk/internal/runtime"
 	"github.com/chalk-rl/chalk/internal/runtime/registry"
@@ -43,4 +44,14 @@ func preflightError(name string, failed []runtime.Check) error {
 	}
 	return hint.Newf(fmt.Sprintf("fix the above, then check again with 'chalk doctor --runtime %s'", name),
 		"the %s runtime is not set up (%d %s failed):\n%s", name, len(failed), noun, strings.TrimRight(b.String(), "\n"))
+}
+
+// loadEnv loads the environment named by a command's optional DIR argument
+// (default: the current directory).
+func loadEnv(args []string) (*env.Env, error) {
+	dir := "."
+	if len(args) == 1 {
+		dir = args[0]
+	}
+	return env.Load(dir)
 }

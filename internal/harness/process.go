@@ -97,7 +97,9 @@ func (h *Harness) runProcess(ctx context.Context, name string, p Process, cred *
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		}
 	}()
-	werr := cmd.Wait()
+	// The exit status is read from ProcessState below; Wait's error only
+	// repeats it.
+	_ = cmd.Wait()
 	close(done)
 	// Whatever it left running in its group goes too, so the pipes close.
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
@@ -114,7 +116,6 @@ func (h *Harness) runProcess(ctx context.Context, name string, p Process, cred *
 		res.signal = strings.ToUpper(strings.TrimPrefix(unixSignalName(ws.Signal()), "SIG"))
 		res.code = 128 + int(ws.Signal())
 	}
-	_ = werr
 	h.emit(transcript.Event{
 		Type: transcript.ProcessExited, Process: name, ExitCode: transcript.Int(res.code),
 		Signal: res.signal, TimedOut: res.timedOut, DurationMS: time.Since(start).Milliseconds(),

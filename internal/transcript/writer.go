@@ -38,19 +38,3 @@ func (t *Writer) Emit(e Event) error {
 	_, err = t.w.Write(b)
 	return err
 }
-
-// Append writes an event numbered elsewhere as it is, and continues the
-// numbering after it.
-func (t *Writer) Append(e Event) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if e.Seq > t.seq {
-		t.seq = e.Seq
-	}
-	b, err := Marshal(e)
-	if err != nil {
-		return err
-	}
-	_, err = t.w.Write(b)
-	return err
-}

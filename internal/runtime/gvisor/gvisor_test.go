@@ -3,7 +3,6 @@ package gvisor_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,28 +20,15 @@ import (
 // be installed here; the stand-in docker runs everything through the real
 // one.
 func useFake(t *testing.T, daemonJSON string) string {
-	testenv.NeedDocker(t)
-	real, err := exec.LookPath("docker")
-	require.NoError(t, err)
-	fake, err := filepath.Abs("testdata/fake")
-	require.NoError(t, err)
-	bin := t.TempDir()
-	for _, f := range []string{"docker", "runsc"} {
-		require.NoError(t, os.Symlink(filepath.Join(fake, f), filepath.Join(bin, f)))
-	}
 	// docker buildx is a plugin of the real docker; the stand-in passes
 	// the call through, so the plugin directory stays where it is.
-	dir := t.TempDir()
-	path := filepath.Join(dir, "daemon.json")
+	bin, log := testenv.StandIns(t, "testdata/fake", []string{"docker", "runsc"}, os.Getenv("PATH"))
+	path := filepath.Join(t.TempDir(), "daemon.json")
 	if daemonJSON != "" {
 		daemonJSON = strings.ReplaceAll(daemonJSON, "RUNSC", filepath.Join(bin, "runsc"))
 		require.NoError(t, os.WriteFile(path, []byte(daemonJSON), 0o644))
 	}
-	log := filepath.Join(dir, "calls.log")
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	t.Setenv("FAKE_REAL_DOCKER", real)
 	t.Setenv("FAKE_DAEMON_JSON", path)
-	t.Setenv("FAKE_LOG", log)
 	t.Setenv(gvisor.DaemonJSONEnv, path)
 	return log
 }

@@ -3,7 +3,6 @@ package nerdctl_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,20 +19,12 @@ import (
 // buildctl) first on PATH. nerdctl cannot be installed here; the stand-in
 // runs everything through the real docker.
 func useFake(t *testing.T, buildctl bool) string {
-	testenv.NeedDocker(t)
-	real, err := exec.LookPath("docker")
-	require.NoError(t, err)
-	fake, err := filepath.Abs("testdata/fake")
-	require.NoError(t, err)
-	bin := t.TempDir()
-	require.NoError(t, os.Symlink(filepath.Join(fake, "nerdctl"), filepath.Join(bin, "nerdctl")))
+	names := []string{"nerdctl"}
 	if buildctl {
-		require.NoError(t, os.Symlink(filepath.Join(fake, "buildctl"), filepath.Join(bin, "buildctl")))
+		names = append(names, "buildctl")
 	}
-	log := filepath.Join(t.TempDir(), "calls.log")
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
-	t.Setenv("FAKE_REAL_DOCKER", real)
-	t.Setenv("FAKE_LOG", log)
+	// A PATH of system directories only, so that no real buildctl counts.
+	_, log := testenv.StandIns(t, "testdata/fake", names, "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
 	return log
 }
 
