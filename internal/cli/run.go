@@ -59,7 +59,7 @@ forwarded from your shell into the sandbox.`,
 			o.Event = p.event
 			res, err := run.Run(cmd.Context(), o)
 			if res != nil && res.Dir != "" {
-				a.summary(res)
+				a.summary(rt, res)
 			}
 			if err != nil {
 				return err
@@ -100,7 +100,7 @@ func checkMounts(rt runtime.Runtime, mounts []runtime.Mount) error {
 }
 
 // summary prints where the run's results are, on stdout.
-func (a *app) summary(res *run.Result) {
+func (a *app) summary(rt runtime.Runtime, res *run.Result) {
 	fmt.Fprintf(a.stdout, "run %s: %s", res.ID, res.Status)
 	if res.Reward != nil {
 		fmt.Fprintf(a.stdout, " (reward %g)", *res.Reward)
@@ -111,12 +111,16 @@ func (a *app) summary(res *run.Result) {
 		fmt.Fprintf(a.stdout, "out:        %s\n", res.Out)
 	}
 	if res.Kept && res.SandboxID != "" {
-		fmt.Fprintf(a.stdout, "sandbox:    %s (kept; remove it with '%s')\n", res.Sandbox, removeHint(res))
+		fmt.Fprintf(a.stdout, "sandbox:    %s (kept; remove it with '%s')\n", res.Sandbox, removeHint(rt, res.Sandbox))
 	}
 }
 
-func removeHint(res *run.Result) string {
-	return fmt.Sprintf("docker rm -f %s", res.Sandbox)
+// removeHint is the runtime's own command for removing the sandbox name.
+func removeHint(rt runtime.Runtime, name string) string {
+	if r, ok := rt.(interface{ RemoveCommand(string) string }); ok {
+		return r.RemoveCommand(name)
+	}
+	return fmt.Sprintf("remove sandbox %s with the %s runtime's own tools", name, rt.Name())
 }
 
 // runOutcome turns a finished run's status into the command's result.

@@ -321,11 +321,7 @@ func (r *cmdReader) Close() error {
 
 // Remove force-removes the sandbox and its anonymous volumes.
 func (e *Engine) Remove(ctx context.Context, id string) error {
-	args := e.RemoveArgs
-	if args == nil {
-		args = []string{"rm", "--force", "--volumes"}
-	}
-	_, err := e.command(ctx, nil, append(args, id)...)
+	_, err := e.command(ctx, nil, append(e.removeArgs(), id)...)
 	if err != nil && notFound(err.Error()) {
 		return nil
 	}
@@ -366,4 +362,16 @@ func LabelArgs(labels map[string]string) []string {
 func (e *Engine) RemoveImage(ctx context.Context, ref string) error {
 	_, err := e.command(ctx, nil, "image", "rm", "--force", ref)
 	return err
+}
+
+// RemoveCommand is the command a person runs to remove a kept sandbox.
+func (e *Engine) RemoveCommand(name string) string {
+	return e.Bin + " " + strings.Join(append(e.removeArgs(), name), " ")
+}
+
+func (e *Engine) removeArgs() []string {
+	if e.RemoveArgs != nil {
+		return slices.Clone(e.RemoveArgs)
+	}
+	return []string{"rm", "--force", "--volumes"}
 }
