@@ -22,6 +22,8 @@ const (
 	Reward         = "reward"
 	OutCopied      = "out.copied"
 	Note           = "note"
+	ModelCall      = "model.call"
+	LimitHit       = "limit.hit"
 	RunFinished    = "run.finished"
 )
 
@@ -71,6 +73,12 @@ type Event struct {
 	Bytes   int64    `json:"bytes,omitempty"`
 	Skipped []string `json:"skipped,omitempty"`
 
+	// model.call: one request the student made to the model and its answer.
+	Model *ModelCallInfo `json:"model,omitempty"`
+
+	// limit.hit: which limit the student ran into and what was done.
+	Limit *LimitInfo `json:"limit,omitempty"`
+
 	// run.finished
 	Status string `json:"status,omitempty"`
 
@@ -90,6 +98,29 @@ type RunInfo struct {
 	// StudentMemoryBytes is the student's limit: the sandbox's memory less
 	// what is kept for the harness.
 	StudentMemoryBytes int64 `json:"student_memory_bytes,omitempty"`
+}
+
+// ModelCallInfo is one model request forwarded for the student.
+type ModelCallInfo struct {
+	Model            string `json:"model,omitempty"`
+	Stream           bool   `json:"stream,omitempty"`
+	Status           int    `json:"status"` // HTTP status from the proxy; 0 when it could not be reached
+	LatencyMS        int64  `json:"latency_ms"`
+	PromptTokens     int    `json:"prompt_tokens,omitempty"`
+	CompletionTokens int    `json:"completion_tokens,omitempty"`
+	ServiceTier      string `json:"service_tier,omitempty"`
+	// Request and Response are the JSON bodies (a streamed response is
+	// stored reassembled as one chat completion).
+	Request  json.RawMessage `json:"request,omitempty"`
+	Response json.RawMessage `json:"response,omitempty"`
+	Error    string          `json:"error,omitempty"`
+}
+
+// LimitInfo says which limit the student hit and how it was enforced.
+type LimitInfo struct {
+	Name        string `json:"name"`        // memory, processes, disk, network, timeout
+	Enforcement string `json:"enforcement"` // kernel, watchdog
+	Action      string `json:"action"`      // what happened: "killed", "denied"
 }
 
 // SetData stores b in e as text or base64.
