@@ -7,8 +7,11 @@ package harness
 import (
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
 	"time"
+
+	"github.com/chalk-rl/chalk/internal/confine"
 )
 
 // Paths inside the sandbox.
@@ -24,6 +27,10 @@ const (
 	ConfigPath = RunDir + "/config.json"
 	// OutArchive is where the harness leaves /out, packed, for the host.
 	OutArchive = RunDir + "/out.tar"
+	// DiskImage is the student's disk, in the run's directory on the
+	// host's disk; DiskMount is where it is mounted in the sandbox.
+	DiskImage = RunDir + "/student-disk.img"
+	DiskMount = Dir + "/disk"
 	// OutDir is the run's output directory.
 	OutDir = "/out"
 	// RewardFile is where the grader writes the reward, as a number.
@@ -46,6 +53,15 @@ type Config struct {
 	Env map[string]string `json:"env,omitempty"`
 	// UID runs the student; zero means StudentUID.
 	UID int `json:"uid,omitempty"`
+	// Limits are the student's memory, process and disk limits; zero
+	// means unlimited.
+	Limits confine.Limits `json:"limits,omitzero"`
+	// Network is the student's network policy (see confine.NetworkPolicies);
+	// empty means confine.NetworkProxy.
+	Network string `json:"network,omitempty"`
+	// Allow are the host:port addresses the student may reach by TCP
+	// whatever the policy: the model proxy.
+	Allow []string `json:"allow,omitempty"`
 }
 
 // Process is one command the harness runs.
@@ -100,6 +116,17 @@ func ReadConfig(path string) (*Config, error) {
 	}
 	if c.UID == 0 {
 		c.UID = StudentUID
+	}
+	if c.Network == "" {
+		c.Network = confine.NetworkProxy
+	}
+	if err := confine.CheckPolicy(c.Network); err != nil {
+		return nil, fmt.Errorf("run config %s: %w", path, err)
+	}
+	for _, a := range c.Allow {
+		if _, err := netip.ParseAddrPort(a); err != nil {
+			return nil, fmt.Errorf("run config %s: allow: %w", path, err)
+		}
 	}
 	return &c, nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/chalk-rl/chalk/internal/confine"
 	"github.com/chalk-rl/chalk/internal/outdir"
 	"github.com/chalk-rl/chalk/internal/transcript"
 )
@@ -26,6 +28,29 @@ type Harness struct {
 	// OutDir and OutArchive default to the sandbox paths; tests move them.
 	OutDir     string
 	OutArchive string
+	// Ports are the harness's own ports, which the student may not reach.
+	Ports []uint16
+	// Places moves what the student's box puts in the sandbox; tests set
+	// it so that nothing of the host's is mounted over.
+	Places Places
+}
+
+// Places are the paths and names the student's box uses.
+type Places struct {
+	// Give are the directories moved onto the student's disk: /out, the
+	// workdir, /tmp and /var/tmp in a sandbox.
+	Give []string
+	// DiskImage and DiskMount: DiskImage and DiskMount in a sandbox.
+	DiskImage, DiskMount string
+	// Cgroup names the student's cgroup: confine.StudentCgroup.
+	Cgroup string
+	// Table names the firewall's nftables table; NoFirewall leaves it
+	// out (tests of the other limits on a host).
+	Table      string
+	NoFirewall bool
+	// Self is the chalk binary, which starts the student; the running
+	// executable by default.
+	Self string
 }
 
 // Run runs the episode and returns the run's status. ctx ending (SIGTERM
@@ -49,7 +74,47 @@ func (h *Harness) Run(ctx context.Context) string {
 		return transcript.StatusError
 	}
 
-	res := h.runProcess(ctx, "student", c.Student, &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}})
+	box, err := h.buildBox(uid)
+	if err != nil {
+		h.Log.Error("confine the student", "err", err)
+		h.emit(transcript.Event{Type: transcript.Note, Message: "the student cannot be confined: " + err.Error()})
+		if perr := h.packOut(); perr != nil {
+			h.Log.Error("pack /out", "err", perr)
+		}
+		h.emit(transcript.Event{Type: transcript.RunFinished, Status: transcript.StatusError, Message: "the student cannot be confined: " + err.Error()})
+		return transcript.StatusError
+	}
+	defer func() {
+		if err := box.Teardown(); err != nil {
+			h.Log.Warn("undo the student's box", "err", err)
+		}
+	}()
+	h.emit(transcript.Event{Type: transcript.Confinement, Confinement: &transcript.ConfinementInfo{
+		UID: uid, MemoryBytes: c.Limits.MemoryBytes, Processes: c.Limits.Processes, DiskBytes: c.Limits.DiskBytes,
+		Network: c.Network, Enforcement: map[string]string{
+			"memory": box.Enforced.Memory, "processes": box.Enforced.Processes,
+			"disk": box.Enforced.Disk, "network": box.Enforced.Network,
+		},
+		Why: box.Enforced.Why, SetupMS: box.Setup.Milliseconds(),
+	}})
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		box.Watch(watchCtx, func(hit confine.LimitHit) {
+			h.emit(transcript.Event{Type: transcript.LimitHit, Message: hit.Detail,
+				Limit: &transcript.LimitInfo{Name: hit.Name, Enforcement: hit.Enforcement, Action: hit.Action}})
+		})
+	}()
+	res := h.runProcess(ctx, "student", c.Student, box)
+	stopWatch()
+	<-watched
+	for _, hit := range box.Hits() {
+		if hit.Action == "killed" {
+			status = transcript.StatusFailed
+			reasons = append(reasons, "student: killed: "+hit.Detail)
+		}
+	}
 	switch {
 	case ctx.Err() != nil:
 		status = transcript.StatusInterrupted
@@ -60,7 +125,7 @@ func (h *Harness) Run(ctx context.Context) string {
 	case res.timedOut:
 		status = transcript.StatusFailed
 		reasons = append(reasons, fmt.Sprintf("student: timed out after %s", time.Duration(c.Student.Timeout)))
-	case res.code != 0:
+	case res.code != 0 && len(reasons) == 0:
 		status = transcript.StatusFailed
 		reasons = append(reasons, "student: "+res.describe())
 	}
@@ -99,6 +164,60 @@ func (h *Harness) Run(ctx context.Context) string {
 	}
 	h.emit(transcript.Event{Type: transcript.RunFinished, Status: status, Message: msg})
 	return status
+}
+
+// buildBox confines the student: see package confine.
+func (h *Harness) buildBox(uid int) (*confine.Box, error) {
+	c, pl := h.Config, h.Places
+	if pl.Give == nil {
+		pl.Give = []string{h.OutDir, "/tmp", "/var/tmp"}
+		if c.Student.Workdir != "" {
+			pl.Give = append(pl.Give, c.Student.Workdir)
+		}
+	}
+	if pl.DiskImage == "" {
+		pl.DiskImage, pl.DiskMount = DiskImage, DiskMount
+	}
+	if pl.Cgroup == "" {
+		pl.Cgroup = confine.StudentCgroup
+	}
+	if pl.Table == "" {
+		pl.Table = "chalk_student"
+	}
+	o := confine.Options{
+		UID: uid, Limits: c.Limits, CgroupName: pl.Cgroup,
+		DiskImage: pl.DiskImage, DiskMount: pl.DiskMount, Give: pl.Give,
+		Table: pl.Table, Log: h.Log,
+	}
+	if o.Limits.Processes == 0 {
+		o.Limits.Processes = confine.DefaultProcesses
+	}
+	if !pl.NoFirewall {
+		o.Network = c.Network
+		if o.Network == "" {
+			o.Network = confine.NetworkProxy
+		}
+		for _, a := range c.Allow {
+			ap, err := netip.ParseAddrPort(a)
+			if err != nil {
+				return nil, err
+			}
+			o.Allow = append(o.Allow, ap)
+		}
+		o.BlockPorts = h.Ports
+	}
+	return confine.Build(o)
+}
+
+// self is the chalk binary.
+func (h *Harness) self() string {
+	if h.Places.Self != "" {
+		return h.Places.Self
+	}
+	if p, err := os.Executable(); err == nil {
+		return p
+	}
+	return Binary
 }
 
 func (h *Harness) emit(e transcript.Event) {

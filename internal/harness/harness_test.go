@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chalk-rl/chalk/internal/confine"
 	"github.com/chalk-rl/chalk/internal/outdir"
 	"github.com/chalk-rl/chalk/internal/transcript"
 	"github.com/stretchr/testify/require"
@@ -67,6 +69,31 @@ func newSandbox(t *testing.T) sandbox {
 	}
 }
 
+// places keeps the student's box inside the test's directory: its disk
+// image is there and only /out is moved onto it, and there is no
+// firewall (the host's network is not the tests' to filter; the
+// firewall is tested in real sandboxes).
+func (sb sandbox) places() Places {
+	return Places{
+		Give:       []string{sb.out},
+		DiskImage:  filepath.Join(sb.base, "disk.img"),
+		DiskMount:  filepath.Join(sb.base, "disk"),
+		Cgroup:     "chalk_harness_test",
+		NoFirewall: true,
+	}
+}
+
+// TestMain lets the test binary be the student's exec helper, as the
+// chalk binary is in a sandbox.
+func TestMain(m *testing.M) {
+	if len(os.Args) >= 3 && os.Args[1] == confine.ExecArgs[0] && os.Args[2] == confine.ExecArgs[1] {
+		err := confine.Exec()
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(127)
+	}
+	os.Exit(m.Run())
+}
+
 // sh is a /bin/sh -c command line.
 func sh(script string) []string { return []string{"/bin/sh", "-c", script} }
 
@@ -93,6 +120,7 @@ func (sb sandbox) run(t *testing.T, ctx context.Context, cfg *Config) runResult 
 		Log:        slog.New(slog.DiscardHandler),
 		OutDir:     sb.out,
 		OutArchive: sb.archive,
+		Places:     sb.places(),
 	}
 	start := time.Now()
 	status := h.Run(ctx)
@@ -227,7 +255,7 @@ func notes(ev []transcript.Event) []string {
 // killed orphans may wait a while for a reaper, but they are dead.
 func liveProcesses(uid int) []int {
 	var live []int
-	for _, pid := range pidsOf(uid) {
+	for _, pid := range confine.PidsOf(uid) {
 		if processAlive(pid) {
 			live = append(live, pid)
 		}
@@ -297,6 +325,7 @@ func TestRunSuccess(t *testing.T) {
 	require.Equal(t, transcript.StatusOK, res.status)
 	require.Equal(t, []string{
 		"note",
+		"confinement",
 		"process.started(student)",
 		"output(student)",
 		"process.exited(student)",
@@ -1038,6 +1067,7 @@ func TestRunPrepareError(t *testing.T) {
 		Log:        slog.New(slog.DiscardHandler),
 		OutDir:     filepath.Join(blocker, "out"),
 		OutArchive: sb.archive,
+		Places:     sb.places(),
 	}
 	status := h.Run(context.Background())
 	require.Equal(t, transcript.StatusError, status)

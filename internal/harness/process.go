@@ -14,6 +14,9 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/chalk-rl/chalk/internal/confine"
 	"github.com/chalk-rl/chalk/internal/transcript"
 )
 
@@ -32,16 +35,30 @@ func (r result) describe() string {
 }
 
 // runProcess runs p in its own session, streaming its output as events.
-// cred, when set, is the uid it runs as. When p exits, or times out, or
-// ctx ends, its whole process group is killed.
-func (h *Harness) runProcess(ctx context.Context, name string, p Process, cred *syscall.Credential) result {
-	cmd := exec.Command(p.Command[0], p.Command[1:]...)
-	cmd.Dir = p.Workdir
-	if cmd.Dir == "" {
-		cmd.Dir = "/"
+// With box, p is the student: it starts through confine.Exec as the
+// box's uid, in its cgroup, with no privilege. When p exits, or times
+// out, or ctx ends, its whole process group is killed, and with box
+// every process of the student's.
+func (h *Harness) runProcess(ctx context.Context, name string, p Process, box *confine.Box) result {
+	dir := p.Workdir
+	if dir == "" {
+		dir = "/"
 	}
-	cmd.Env = h.environ(p, cred != nil)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: cred, Pdeathsig: syscall.SIGKILL}
+	var cmd *exec.Cmd
+	var start func() error
+	var uidp *int
+	if box != nil {
+		spec := box.Spec(p.Command, h.environ(p, true), dir)
+		cmd = confine.Command(h.self(), spec)
+		start = func() error { return confine.Start(cmd, spec) }
+		uidp = transcript.Int(spec.UID)
+	} else {
+		cmd = exec.Command(p.Command[0], p.Command[1:]...)
+		cmd.Dir = dir
+		cmd.Env = h.environ(p, false)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+		start = cmd.Start
+	}
 
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -54,18 +71,16 @@ func (h *Harness) runProcess(ctx context.Context, name string, p Process, cred *
 		return result{err: err}
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
-	var uidp *int
-	if cred != nil {
-		uidp = transcript.Int(int(cred.Uid))
-	}
-	start := time.Now()
-	err = cmd.Start()
+	started := time.Now()
+	err = start()
 	outW.Close()
 	errW.Close()
 	if err != nil {
 		outR.Close()
 		errR.Close()
-		err = fmt.Errorf("start %s: %w", strings.Join(p.Command, " "), err)
+		if box == nil {
+			err = fmt.Errorf("start %s: %w", strings.Join(p.Command, " "), err)
+		}
 		h.emit(transcript.Event{Type: transcript.ProcessExited, Process: name, Message: err.Error()})
 		return result{err: err}
 	}
@@ -103,9 +118,10 @@ func (h *Harness) runProcess(ctx context.Context, name string, p Process, cred *
 	close(done)
 	// Whatever it left running in its group goes too, so the pipes close.
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	if cred != nil {
-		killUID(int(cred.Uid))
+	if box != nil {
+		box.KillAll()
 	}
+	reapOrphans()
 	waitPumps(&wg, outR, errR)
 
 	res := result{code: cmd.ProcessState.ExitCode()}
@@ -113,14 +129,31 @@ func (h *Harness) runProcess(ctx context.Context, name string, p Process, cred *
 	res.timedOut = timedOut
 	mu.Unlock()
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		res.signal = strings.ToUpper(strings.TrimPrefix(unixSignalName(ws.Signal()), "SIG"))
+		res.signal = strings.ToUpper(strings.TrimPrefix(unix.SignalName(ws.Signal()), "SIG"))
 		res.code = 128 + int(ws.Signal())
 	}
 	h.emit(transcript.Event{
 		Type: transcript.ProcessExited, Process: name, ExitCode: transcript.Int(res.code),
-		Signal: res.signal, TimedOut: res.timedOut, DurationMS: time.Since(start).Milliseconds(),
+		Signal: res.signal, TimedOut: res.timedOut, DurationMS: time.Since(started).Milliseconds(),
 	})
 	return res
+}
+
+// reapOrphans collects the zombies of processes that outlived their
+// parents: the harness is the sandbox's PID 1, so they end up its
+// children. Only exited children are taken, so a process still running
+// is never waited for here.
+func reapOrphans() {
+	if os.Getpid() != 1 {
+		return
+	}
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		if pid <= 0 || err != nil {
+			return
+		}
+	}
 }
 
 // waitPumps waits for both output streams to reach EOF. A process that

@@ -24,6 +24,7 @@ const (
 	Note           = "note"
 	ModelCall      = "model.call"
 	LimitHit       = "limit.hit"
+	Confinement    = "confinement"
 	RunFinished    = "run.finished"
 )
 
@@ -76,6 +77,10 @@ type Event struct {
 	// model.call: one request the student made to the model and its answer.
 	Model *ModelCallInfo `json:"model,omitempty"`
 
+	// confinement: the student's limits and how each is enforced, from
+	// inside the sandbox, before the student starts.
+	Confinement *ConfinementInfo `json:"confinement,omitempty"`
+
 	// limit.hit: which limit the student ran into and what was done.
 	Limit *LimitInfo `json:"limit,omitempty"`
 
@@ -114,6 +119,18 @@ type ModelCallInfo struct {
 	Request  json.RawMessage `json:"request,omitempty"`
 	Response json.RawMessage `json:"response,omitempty"`
 	Error    string          `json:"error,omitempty"`
+}
+
+// ConfinementInfo is the student's box as the harness built it.
+type ConfinementInfo struct {
+	UID         int               `json:"uid"`
+	MemoryBytes int64             `json:"memory_bytes,omitempty"`
+	Processes   int               `json:"processes,omitempty"`
+	DiskBytes   int64             `json:"disk_bytes,omitempty"`
+	Network     string            `json:"network,omitempty"`
+	Enforcement map[string]string `json:"enforcement"` // limit → kernel, watchdog or none
+	Why         map[string]string `json:"why,omitempty"`
+	SetupMS     int64             `json:"setup_ms"`
 }
 
 // LimitInfo says which limit the student hit and how it was enforced.
