@@ -5,12 +5,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chalk-rl/chalk/internal/confine"
 	"github.com/chalk-rl/chalk/internal/harness"
 	"github.com/chalk-rl/chalk/internal/transcript"
 )
 
 func (a *app) harnessCommand() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:    "harness CONFIG",
 		Short:  "Run inside a sandbox: start the student and the grader (started by chalk run)",
 		Hidden: true,
@@ -28,4 +29,17 @@ func (a *app) harnessCommand() *cobra.Command {
 			return nil
 		},
 	}
+	cmd.AddCommand(&cobra.Command{
+		Use:    "exec-student",
+		Short:  "Become the student and exec its command (started by the harness)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			// Exec returns only when it failed; it told the harness why.
+			err := confine.Exec()
+			_ = err
+			return &silentError{code: 127}
+		},
+	})
+	return cmd
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -42,6 +44,17 @@ func (p *progress) event(e transcript.Event) {
 		default:
 			fmt.Fprintf(p.w, "%s exited with status %d after %s\n", e.Process, *e.ExitCode, time.Duration(e.DurationMS)*time.Millisecond)
 		}
+	case transcript.Confinement:
+		c := e.Confinement
+		fmt.Fprintf(p.w, "student confined in %dms: memory %s (%s), %d processes (%s), disk %s (%s), network %s (%s)\n",
+			c.SetupMS, sizeString(c.MemoryBytes), c.Enforcement["memory"], c.Processes, c.Enforcement["processes"],
+			sizeString(c.DiskBytes), c.Enforcement["disk"], c.Network, c.Enforcement["network"])
+		for _, k := range slices.Sorted(maps.Keys(c.Why)) {
+			fmt.Fprintf(p.w, "  %s not held by the kernel: %s\n", k, c.Why[k])
+		}
+	case transcript.LimitHit:
+		p.flush()
+		fmt.Fprintf(p.w, "limit hit: %s (%s, %s): %s\n", e.Limit.Name, e.Limit.Enforcement, e.Limit.Action, e.Message)
 	case transcript.Reward:
 		fmt.Fprintf(p.w, "reward: %g\n", *e.Reward)
 	case transcript.Note:
@@ -85,6 +98,12 @@ func (p *progress) flush() {
 
 func sizeString(n int64) string {
 	const gib = 1 << 30
+	switch {
+	case n == 0:
+		return "unlimited"
+	case n >= 10*gib:
+		return fmt.Sprintf("%.1fGiB", float64(n)/gib)
+	}
 	if n%gib == 0 {
 		return fmt.Sprintf("%dGiB", n/gib)
 	}

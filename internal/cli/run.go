@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chalk-rl/chalk/internal/confine"
 	"github.com/chalk-rl/chalk/internal/hint"
 	"github.com/chalk-rl/chalk/internal/run"
 	"github.com/chalk-rl/chalk/internal/runtime"
@@ -55,6 +56,12 @@ forwarded from your shell into the sandbox.`,
 			}
 			o.Env, o.Runtime, o.Log, o.BuildLog = e, rt, a.log, a.stderr
 			o.Forward = registry.ForwardedEnv()
+			if v, ok := o.Forward["CHALK_STUDENT_NETWORK"]; ok && v != "" {
+				if err := confine.CheckPolicy(v); err != nil {
+					return hint.Wrap(err, "unset CHALK_STUDENT_NETWORK for the default, or see docs/confinement.md for what each policy allows")
+				}
+				o.Network = v
+			}
 			p := &progress{w: a.stderr, start: time.Now()}
 			o.Event = p.event
 			res, err := run.Run(cmd.Context(), o)

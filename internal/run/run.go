@@ -14,10 +14,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/chalk-rl/chalk/internal/confine"
 	"github.com/chalk-rl/chalk/internal/env"
 	"github.com/chalk-rl/chalk/internal/harness"
 	"github.com/chalk-rl/chalk/internal/runtime"
@@ -38,6 +40,15 @@ type Options struct {
 	PrepareOnly bool
 	// Rebuild builds the image even when it exists.
 	Rebuild bool
+	// DiskBytes is the student's disk budget; zero means DiskBudget for
+	// one run.
+	DiskBytes int64
+	// Network is the student's network policy (confine.NetworkPolicies);
+	// empty means the default.
+	Network string
+	// Allow are addresses the student may reach whatever the policy: the
+	// model proxy.
+	Allow []netip.AddrPort
 	// Event, when set, sees every event as it is written.
 	Event func(transcript.Event)
 	// BuildLog receives the build's output.
@@ -108,10 +119,19 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer tf.Close()
 
+	if o.DiskBytes == 0 {
+		if o.DiskBytes, err = DiskBudget(res.Dir, e.Hardware.DiskBytes, 1); err != nil {
+			return nil, err
+		}
+	}
+	if o.Network == "" {
+		o.Network = confine.NetworkProxy
+	}
 	r := &runner{o: o, res: res, rt: rt, tw: transcript.NewWriter(tf), private: private}
 	r.emit(transcript.Event{Type: transcript.RunStarted, Run: &transcript.RunInfo{
 		ID: id, Environment: e.Name, Image: tag, Runtime: rt.Name(), Hardware: e.Hardware.Name,
 		CPUs: e.Hardware.CPUs, MemoryBytes: e.Hardware.MemoryBytes, StudentMemoryBytes: e.StudentMemoryBytes(),
+		StudentDiskBytes: o.DiskBytes, StudentProcesses: confine.DefaultProcesses, Network: o.Network,
 	}})
 	if err := r.writeConfig(); err != nil {
 		return r.fail(err)
@@ -127,7 +147,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			{Source: bin, Target: harness.Binary, ReadOnly: true},
 			{Source: private, Target: harness.RunDir},
 		}, o.Mounts...),
-		Entrypoint: []string{harness.Binary, "harness", harness.ConfigPath},
+		Entrypoint:  []string{harness.Binary, "harness", harness.ConfigPath},
+		CapAdd:      HarnessCaps,
+		DeviceRules: HarnessDevices,
 	}
 	sid, err := rt.Create(ctx, spec)
 	if err != nil {
@@ -185,7 +207,13 @@ func (r *runner) emit(e transcript.Event) {
 
 func (r *runner) writeConfig() error {
 	e := r.o.Env
-	c := harness.Config{RunID: r.res.ID, Env: r.o.Forward, Student: process(e.Student)}
+	c := harness.Config{
+		RunID: r.res.ID, Env: r.o.Forward, Student: process(e.Student), Network: r.o.Network,
+		Limits: confine.Limits{MemoryBytes: e.StudentMemoryBytes(), Processes: confine.DefaultProcesses, DiskBytes: r.o.DiskBytes},
+	}
+	for _, a := range r.o.Allow {
+		c.Allow = append(c.Allow, a.String())
+	}
 	if e.Grader != nil {
 		g := process(*e.Grader)
 		c.Grader = &g

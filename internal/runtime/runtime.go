@@ -58,6 +58,11 @@ type SandboxSpec struct {
 	Env         []string // KEY=value, in order
 	Labels      map[string]string
 	Entrypoint  []string
+	// CapAdd are capabilities the sandbox's root gets beyond the
+	// engine's defaults, and DeviceRules device-cgroup rules ("b 7:* rwm"):
+	// what the harness needs to confine the student.
+	CapAdd      []string
+	DeviceRules []string
 	// ExtraArgs are engine flags added verbatim before the image, e.g. the
 	// device flags of a container_run_args plugin.
 	ExtraArgs []string

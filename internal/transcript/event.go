@@ -103,6 +103,12 @@ type RunInfo struct {
 	// StudentMemoryBytes is the student's limit: the sandbox's memory less
 	// what is kept for the harness.
 	StudentMemoryBytes int64 `json:"student_memory_bytes,omitempty"`
+	// StudentDiskBytes is the student's disk budget, StudentProcesses its
+	// process limit, Network its network policy. How each is enforced is
+	// known inside the sandbox: see the confinement event.
+	StudentDiskBytes int64  `json:"student_disk_bytes,omitempty"`
+	StudentProcesses int    `json:"student_processes,omitempty"`
+	Network          string `json:"network,omitempty"`
 }
 
 // ModelCallInfo is one model request forwarded for the student.

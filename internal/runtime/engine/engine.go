@@ -183,6 +183,12 @@ func createArgs(base []string, spec runtime.SandboxSpec) ([]string, error) {
 	if spec.MemoryBytes > 0 {
 		args = append(args, "--memory", fmt.Sprintf("%db", spec.MemoryBytes))
 	}
+	for _, c := range spec.CapAdd {
+		args = append(args, "--cap-add", c)
+	}
+	for _, r := range spec.DeviceRules {
+		args = append(args, "--device-cgroup-rule", r)
+	}
 	for _, m := range spec.Mounts {
 		if strings.ContainsAny(m.Source, ",\n") || strings.ContainsAny(m.Target, ",\n") {
 			return nil, hint.Newf("rename the directory, or mount a parent directory whose path has no comma",
