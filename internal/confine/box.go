@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"os"
 	"sync"
 	"time"
 )
@@ -40,8 +41,9 @@ type Box struct {
 	// Setup is how long building the box took.
 	Setup time.Duration
 
-	mu   sync.Mutex
-	hits []LimitHit
+	mu      sync.Mutex
+	hits    []LimitHit
+	oomSeen int // the cgroup's OOM kills already acted on
 }
 
 // LimitHit is one limit the student ran into.
@@ -90,6 +92,12 @@ func Build(o Options) (*Box, error) {
 			b.Disk = d
 			b.Enforced.because("disk", Kernel, "")
 		} else {
+			for _, dir := range o.Give {
+				if _, serr := os.Lstat(dir); errors.Is(serr, os.ErrNotExist) {
+					_ = os.MkdirAll(dir, 0o755)
+					_ = os.Lchown(dir, o.UID, o.UID)
+				}
+			}
 			o.Log.Warn("no disk of its own for the student; the watchdog holds the disk budget", "why", err)
 			b.Enforced.because("disk", Watchdog, err.Error())
 		}
@@ -132,10 +140,10 @@ func (b *Box) KillAll() {
 func (b *Box) Watch(ctx context.Context, hit func(LimitHit)) {
 	seen := map[string]bool{}
 	report := func(h LimitHit) {
-		if seen[h.Name] {
+		if seen[h.Name+h.Action] {
 			return
 		}
-		seen[h.Name] = true
+		seen[h.Name+h.Action] = true
 		b.mu.Lock()
 		b.hits = append(b.hits, h)
 		b.mu.Unlock()

@@ -39,7 +39,7 @@ var mkfsPaths = []string{"/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4"}
 // the loop devices (created here if the sandbox's /dev lacks them; the
 // device cgroup must allow block 7:* and char 10:237) and mkfs.ext4 in
 // the image. The error says which is missing.
-func NewDisk(image, mountPoint string, size int64, uid, gid int) (d *Disk, err error) {
+func NewDisk(image, mountPoint string, size int64, uid, gid int) (*Disk, error) {
 	if size < 4<<20 {
 		return nil, fmt.Errorf("a disk budget of %d bytes is too small for a filesystem (at least 4 MiB)", size)
 	}
@@ -53,9 +53,10 @@ func NewDisk(image, mountPoint string, size int64, uid, gid int) (d *Disk, err e
 	if mkfs == "" {
 		return nil, errors.New("mkfs.ext4 is not in the sandbox's image (install e2fsprogs in the Containerfile)")
 	}
-	d = &Disk{Image: image, Mount: mountPoint, Size: size}
+	d := &Disk{Image: image, Mount: mountPoint, Size: size}
+	made := false
 	defer func() {
-		if err != nil {
+		if !made {
 			d.Remove()
 		}
 	}()
@@ -87,6 +88,7 @@ func NewDisk(image, mountPoint string, size int64, uid, gid int) (d *Disk, err e
 	if err := unix.Mount(dev, mountPoint, "ext4", unix.MS_NOSUID|unix.MS_NODEV, "noinit_itable"); err != nil {
 		return nil, fmt.Errorf("mount the student's disk: %w", err)
 	}
+	made = true
 	return d, nil
 }
 

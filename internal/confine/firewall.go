@@ -140,7 +140,7 @@ func (f *Firewall) Install() error {
 	}
 	for _, p := range f.BlockPorts {
 		for _, proto := range []byte{unix.IPPROTO_TCP, unix.IPPROTO_UDP} {
-			rule(append(append(append([]expr.Any{}, oifLo...), dport(proto, p)...), drop())...)
+			rule(append(append(append([]expr.Any{}, oifLo...), dport(proto, p)...), refuse()...)...)
 		}
 	}
 	rule(append(append([]expr.Any{}, oifLo...), accept())...)
@@ -154,7 +154,7 @@ func (f *Firewall) Install() error {
 		never = append(never, netip.PrefixFrom(g, g.BitLen()))
 	}
 	for _, p := range never {
-		rule(append(daddr(p), drop())...)
+		rule(append(daddr(p), refuse()...)...)
 	}
 	switch f.Policy {
 	case NetworkInternal:
@@ -163,11 +163,11 @@ func (f *Firewall) Install() error {
 		}
 	case NetworkPublic:
 		for _, p := range privateRanges {
-			rule(append(daddr(p), drop())...)
+			rule(append(daddr(p), refuse()...)...)
 		}
 		rule(accept())
 	}
-	rule(drop())
+	rule(refuse()...)
 	if err := c.Flush(); err != nil {
 		return fmt.Errorf("install the student's firewall: %w", err)
 	}
@@ -205,6 +205,28 @@ func (f *Firewall) Rules() (int, error) {
 	return len(rules), nil
 }
 
+// Refused is how many of the student's packets the firewall refused.
+func (f *Firewall) Refused() (uint64, error) {
+	c, err := nftables.New()
+	if err != nil {
+		return 0, err
+	}
+	t := &nftables.Table{Family: nftables.TableFamilyINet, Name: f.Table}
+	rules, err := c.GetRules(t, &nftables.Chain{Name: "student", Table: t})
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	for _, r := range rules {
+		for _, e := range r.Exprs {
+			if ctr, ok := e.(*expr.Counter); ok {
+				n += ctr.Packets
+			}
+		}
+	}
+	return n, nil
+}
+
 // Remove deletes the table.
 func (f *Firewall) Remove() error {
 	c, err := nftables.New()
@@ -224,7 +246,16 @@ func u32(v uint32) []byte {
 }
 
 func accept() expr.Any { return &expr.Verdict{Kind: expr.VerdictAccept} }
-func drop() expr.Any   { return &expr.Verdict{Kind: expr.VerdictDrop} }
+
+// refuse counts the packet and rejects it with an ICMP "administratively
+// prohibited", so that the student's connect fails at once ("no route
+// to host") instead of timing out, and the count proves who refused it.
+func refuse() []expr.Any {
+	return []expr.Any{
+		&expr.Counter{},
+		&expr.Reject{Type: unix.NFT_REJECT_ICMPX_UNREACH, Code: unix.NFT_REJECT_ICMPX_ADMIN_PROHIBITED},
+	}
+}
 
 // dport matches the transport protocol and destination port.
 func dport(proto byte, port uint16) []expr.Any {

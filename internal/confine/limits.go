@@ -16,10 +16,10 @@ type Limits struct {
 	DiskBytes   int64 `json:"disk_bytes,omitempty"`
 }
 
-// DefaultProcesses is the student's process (and thread) limit when the
-// run does not set one: plenty for compilers and test runners, far below
+// DefaultProcesses is the student's limit on processes and threads (the
+// kernel counts both): plenty for compilers and test runners, far below
 // what would starve the harness.
-const DefaultProcesses = 1024
+const DefaultProcesses = 4096
 
 // Enforcement records how each limit and the firewall are enforced in one
 // sandbox: Kernel, Watchdog or None, with the reason when it is not
