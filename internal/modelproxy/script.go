@@ -211,11 +211,13 @@ func buildToolCall(where string, rc rawToolCall) (ToolCall, error) {
 		}
 		c.Arguments = a
 	case map[string]any:
-		b, err := json.Marshal(a)
-		if err != nil {
+		var b strings.Builder
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false) // a model writes "<", not "\u003c"
+		if err := enc.Encode(a); err != nil {
 			return c, fmt.Errorf("%s: arguments: %w", where, err)
 		}
-		c.Arguments = string(b)
+		c.Arguments = strings.TrimSuffix(b.String(), "\n")
 	default:
 		return c, hint.Newf(`write the arguments as a table, arguments = { command = "ls" }`, "%s: arguments is a %T, not a table or a JSON string", where, a)
 	}

@@ -39,6 +39,10 @@ func TestParseScriptDefaults(t *testing.T) {
 	require.Equal(t, DefaultModel, s.Model)
 	require.Equal(t, 20*time.Millisecond, s.Turns[0].Delay)
 	require.Equal(t, "length", s.Turns[0].FinishReason)
+
+	s, err = ParseScript("m.toml", []byte("[[turn]]\n[[turn.tool_call]]\nname = \"run\"\narguments = { command = \"a < b && c > d\" }\n"))
+	require.NoError(t, err)
+	require.Equal(t, `{"command":"a < b && c > d"}`, s.Turns[0].ToolCalls[0].Arguments, "no HTML escapes")
 }
 
 func TestParseScriptErrors(t *testing.T) {

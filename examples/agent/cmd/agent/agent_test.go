@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chalk-rl/chalk/internal/modelproxy"
+	"github.com/chalk-rl/chalk/internal/testenv"
 	"github.com/chalk-rl/chalk/internal/transcript"
 )
 
@@ -205,4 +206,55 @@ func TestAgentFailures(t *testing.T) {
 	ep = runAgent(t, []string{"CHALK_MODEL_URL=http://127.0.0.1:1/v1"}, "--max-turns", "1")
 	require.Equal(t, exitError, ep.code)
 	require.Contains(t, ep.stderr, "connection refused")
+}
+
+// The environment builds with chalk build on docker, and in its image the
+// agent solves the task against a scripted model on the host's loopback
+// (host network), and the grader rewards it: the run chalk run makes,
+// less the harness.
+func TestAgentImage(t *testing.T) {
+	testenv.NeedDocker(t)
+	testenv.BaseImage(t)
+	tmp := t.TempDir()
+	envDir := filepath.Join(tmp, "agent")
+	require.NoError(t, os.CopyFS(envDir, os.DirFS("../..")))
+	require.NoError(t, os.RemoveAll(filepath.Join(envDir, "bin")))
+	if b, err := exec.Command("../../build.sh", filepath.Join(envDir, "bin", "agent")).CombinedOutput(); err != nil {
+		t.Fatalf("build.sh: %v\n%s", err, b)
+	}
+	if img := os.Getenv(testenv.BaseImageEnv); img != "" {
+		cf := filepath.Join(envDir, "Containerfile")
+		b, err := os.ReadFile(cf)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(cf, []byte(strings.Replace(string(b), "FROM debian:bookworm-slim", "FROM "+img, 1)), 0o644))
+	}
+
+	chalk := filepath.Join(tmp, "chalk")
+	build := exec.Command("go", "build", "-o", chalk, "./cmd/chalk")
+	build.Dir = "../../../.."
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build chalk: %v\n%s", err, b)
+	}
+	var stderr strings.Builder
+	cmd := exec.Command(chalk, "build", "--runtime", "docker", envDir)
+	cmd.Stderr = &stderr
+	tagOut, err := cmd.Output()
+	require.NoError(t, err, stderr.String())
+	tag := strings.TrimSpace(string(tagOut))
+	require.True(t, strings.HasPrefix(tag, "chalk-agent:"), tag)
+
+	base := scriptedModel(t)
+	out := filepath.Join(tmp, "out")
+	require.NoError(t, os.Mkdir(out, 0o777))
+	require.NoError(t, os.Chmod(out, 0o777))
+	b, err := exec.Command("docker", "run", "--rm", "--network", "host", "--user", "61000:61000",
+		"-e", "CHALK_MODEL_URL="+base, "-e", "TASK_DIR=/task", "-v", out+":/out",
+		tag, "/env/agent", "--task", "/task/TASK.md").CombinedOutput()
+	require.NoError(t, err, string(b))
+	require.Contains(t, string(b), "final answer after 3 turns")
+	b, err = exec.Command("docker", "run", "--rm", "-v", out+":/out", tag, "/env/grade.sh").CombinedOutput()
+	require.NoError(t, err, string(b))
+	reward, err := os.ReadFile(filepath.Join(out, "reward"))
+	require.NoError(t, err)
+	require.Equal(t, "1", strings.TrimSpace(string(reward)), string(b))
 }

@@ -59,7 +59,7 @@ func (a *agent) solve(ctx context.Context) error {
 		for _, tc := range reply.ToolCalls {
 			fmt.Fprintf(a.log, "[turn %d] tool %s %s\n", turn, tc.Function.Name, tc.Function.Arguments)
 			result := a.tool(ctx, tc)
-			fmt.Fprintf(a.log, "[turn %d] result: %s\n", turn, firstLine(result))
+			fmt.Fprintf(a.log, "[turn %d] result: %s\n", turn, indentResult(result))
 			a.messages = append(a.messages, message{Role: "tool", ToolCallID: tc.ID, Content: str(result)})
 		}
 	}
@@ -100,10 +100,12 @@ func deref(s *string) string {
 	return *s
 }
 
-func firstLine(s string) string {
-	line, rest, _ := strings.Cut(s, "\n")
-	if rest != "" {
-		return line + " ..."
+// indentResult shows a tool's result in the log: its lines indented
+// under the first, at most 4 KiB of it.
+func indentResult(s string) string {
+	const most = 4 << 10
+	if len(s) > most {
+		s = s[:most] + fmt.Sprintf("\n[%d more bytes]", len(s)-most)
 	}
-	return line
+	return strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ")
 }
