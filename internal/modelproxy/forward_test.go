@@ -439,3 +439,11 @@ func TestEndpoint(t *testing.T) {
 	_, err = http.Get(e.URL + "/models")
 	require.Error(t, err, "closed")
 }
+
+// startServer serves h on a loopback port for the test or benchmark.
+func startServer(tb testing.TB, h http.Handler) string {
+	tb.Helper()
+	srv := httptest.NewServer(h)
+	tb.Cleanup(srv.Close)
+	return srv.URL
+}
