@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -136,20 +138,42 @@ func TestAgentSolvesTheTask(t *testing.T) {
 	}
 }
 
-// Through the forwarder the harness serves: every call is recorded, and
-// the records are the conversation the agent had.
-func TestAgentThroughForwarder(t *testing.T) {
+// Through the forwarder the harness serves, eight agents in parallel
+// share one scripted model, each with its own forwarder, as eight runs
+// do: every call is recorded, and each run's records are the
+// conversation its agent had.
+func TestAgentsThroughForwarders(t *testing.T) {
+	upstream := scriptedModel(t)
+	agentBinary(t)
+	for i := range 8 {
+		stream := i%2 == 1
+		t.Run(fmt.Sprintf("run%d", i+1), func(t *testing.T) {
+			t.Parallel()
+			agentThroughForwarder(t, upstream, stream)
+		})
+	}
+}
+
+func agentThroughForwarder(t *testing.T, upstream string, stream bool) {
 	var mu sync.Mutex
 	var calls []transcript.ModelCallInfo
 	f, err := modelproxy.NewForwarder(modelproxy.ForwarderConfig{
-		Upstream: scriptedModel(t), ServiceTier: "flex",
+		Upstream: upstream, ServiceTier: "flex",
 		Record: func(c transcript.ModelCallInfo) { mu.Lock(); calls = append(calls, c); mu.Unlock() },
 	})
 	require.NoError(t, err)
-	srv := httptest.NewServer(f)
-	defer srv.Close()
-
-	ep := runAgent(t, []string{"OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=" + modelproxy.PlaceholderAPIKey}, "--stream")
+	e, err := f.Listen("127.0.0.1:0")
+	require.NoError(t, err)
+	env := []string{}
+	for k, v := range e.StudentEnv() {
+		env = append(env, k+"="+v)
+	}
+	args := []string{}
+	if stream {
+		args = append(args, "--stream")
+	}
+	ep := runAgent(t, env, args...)
+	require.NoError(t, e.Close(context.Background()))
 	require.Equal(t, 0, ep.code, "stdout:\n%s\nstderr:\n%s", ep.stdout, ep.stderr)
 	msgs := conversation(t, ep.out)
 
@@ -164,10 +188,12 @@ func TestAgentThroughForwarder(t *testing.T) {
 	}
 	for i, c := range calls {
 		require.Equal(t, 200, c.Status)
-		require.True(t, c.Stream)
+		require.Equal(t, stream, c.Stream)
+		require.Empty(t, c.Error)
 		require.Equal(t, "flex", c.ServiceTier)
 		require.Equal(t, "chalk-scripted", c.Model)
 		require.Positive(t, c.PromptTokens)
+		require.Positive(t, c.CompletionTokens)
 		var req struct {
 			Messages []message `json:"messages"`
 		}
