@@ -15,10 +15,6 @@ import (
 	"github.com/chalk-rl/chalk/internal/modelproxy"
 )
 
-// modelProxyTokenEnv holds the bearer token the scripted model requires;
-// it is read from the environment so that it is on no command line.
-const modelProxyTokenEnv = "CHALK_MODEL_PROXY_TOKEN"
-
 func (a *app) modelProxyCommand() *cobra.Command {
 	var script, listen string
 	var check bool
@@ -32,8 +28,8 @@ holds N assistant messages gets turn N+1. Any number of conversations can
 share one server.
 
 The base URL (http://ADDR/v1) is printed on stdout once the server listens;
-logs go to stderr. Ctrl-C stops it. When CHALK_MODEL_PROXY_TOKEN is set,
-requests must carry "Authorization: Bearer $CHALK_MODEL_PROXY_TOKEN".
+logs go to stderr. Ctrl-C stops it. When CHALK_MODEL_PROXY_API_KEY is set,
+requests must carry "Authorization: Bearer $CHALK_MODEL_PROXY_API_KEY".
 
 --check only reads the script and prints its turns. The script format is in
 docs/model-proxy.md.`,
@@ -70,9 +66,9 @@ func (a *app) serveModel(ctx context.Context, s *modelproxy.Script, listen strin
 		return hint.Wrap(fmt.Errorf("model proxy: listen on %s: %w", listen, err),
 			"pass a free address with --listen, e.g. --listen 127.0.0.1:0 for any free port")
 	}
-	token := os.Getenv(modelProxyTokenEnv)
+	token := os.Getenv(modelproxy.APIKeyEnv)
 	if ip := ln.Addr().(*net.TCPAddr).IP; !ip.IsLoopback() && token == "" {
-		a.log.Warn("the scripted model listens beyond loopback without a token: anyone who reaches it can use it; set " + modelProxyTokenEnv)
+		a.log.Warn("the scripted model listens beyond loopback without a token: anyone who reaches it can use it; set " + modelproxy.APIKeyEnv)
 	}
 	srv := &http.Server{
 		Handler:           modelproxy.NewServer(s, token, a.log),

@@ -21,7 +21,7 @@ import (
 func TestModelProxyServes(t *testing.T) {
 	script := filepath.Join(t.TempDir(), "model.toml")
 	require.NoError(t, os.WriteFile(script, []byte("model = \"m\"\n[[turn]]\ncontent = \"hello there\"\n"), 0o644))
-	t.Setenv("CHALK_MODEL_PROXY_TOKEN", "tok")
+	t.Setenv("CHALK_MODEL_PROXY_API_KEY", "tok")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -9,6 +9,11 @@ import (
 	"time"
 )
 
+// APIKeyEnv holds the model proxy's API key: the key the scripted model
+// requires, and the key the forwarder is given to send. It is read from
+// the environment so that it is on no command line.
+const APIKeyEnv = "CHALK_MODEL_PROXY_API_KEY"
+
 // Variables the student gets, naming its model endpoint.
 const (
 	// ModelURLEnv is Chalk's own name for the endpoint's base URL.
