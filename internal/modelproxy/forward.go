@@ -271,6 +271,12 @@ func (f *Forwarder) errorHandler(w http.ResponseWriter, r *http.Request, err err
 func (f *Forwarder) finish(c *call, body []byte, contentType string, err error) {
 	c.once.Do(func() {
 		c.info.LatencyMS = time.Since(c.start).Milliseconds()
+		if err != nil && isEventStream(contentType) && streamDone(body) {
+			// The student read up to data: [DONE] and hung up without
+			// waiting for the end of the HTTP body, as many clients do:
+			// the answer is whole.
+			err = nil
+		}
 		if err != nil && c.info.Error == "" {
 			c.info.Error = err.Error()
 		}
@@ -289,7 +295,7 @@ func (f *Forwarder) finish(c *call, body []byte, contentType string, err error) 
 // describeResponse sets the response, its tokens and any error in c.
 func (f *Forwarder) describeResponse(c *call, body []byte, contentType string) {
 	resp := body
-	if strings.HasPrefix(strings.ToLower(contentType), "text/event-stream") {
+	if isEventStream(contentType) {
 		whole, err := Reassemble(body)
 		switch {
 		case whole != nil:
@@ -331,6 +337,16 @@ func (f *Forwarder) describeResponse(c *call, body []byte, contentType string) {
 			c.info.Error += ": " + parsed.Error.Message
 		}
 	}
+}
+
+func isEventStream(contentType string) bool {
+	return strings.HasPrefix(strings.ToLower(contentType), "text/event-stream")
+}
+
+// streamDone says whether an event stream holds its data: [DONE].
+func streamDone(body []byte) bool {
+	_, done := sseData(body)
+	return done
 }
 
 // recordable returns body as JSON for the transcript: itself when it is

@@ -311,6 +311,42 @@ func TestForwardStreamWithoutDone(t *testing.T) {
 	require.Contains(t, string(c.Response), `"content":"hi"`)
 }
 
+// The student stops reading at data: [DONE], before the HTTP body ends:
+// the answer was whole, and is recorded without an error.
+func TestForwardStudentStopsAtDone(t *testing.T) {
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, `data: {"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"all"},"finish_reason":"stop"}]}`+"\n\n")
+		io.WriteString(w, "data: [DONE]\n\n")
+		w.(http.Flusher).Flush()
+		select { // the end of the body is late
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer up.Close()
+	defer close(release)
+	base, rec := forwarder(t, up.URL, "", "")
+
+	resp, err := http.Post(base+"/chat/completions", "application/json", strings.NewReader(`{"model":"m","stream":true}`))
+	require.NoError(t, err)
+	br := bufio.NewReader(resp.Body)
+	for {
+		line, err := br.ReadString('\n')
+		require.NoError(t, err)
+		if strings.HasPrefix(line, "data: [DONE]") {
+			break
+		}
+	}
+	resp.Body.Close()
+
+	c := rec.next(t)
+	require.Equal(t, 200, c.Status)
+	require.Empty(t, c.Error)
+	require.Contains(t, string(c.Response), `"content":"all"`)
+}
+
 // A slow upstream and a student that gives up: the call is recorded as
 // cancelled, and the forwarder does not wait for the upstream.
 func TestForwardStudentGivesUp(t *testing.T) {
