@@ -211,8 +211,11 @@ func (f *Forwarder) prepareBody(c *call, contentType string, body []byte) []byte
 	_ = json.Unmarshal(fields["stream"], &c.info.Stream)
 	if f.tier != "" {
 		fields["service_tier"], _ = json.Marshal(f.tier)
-		if b, err := json.Marshal(fields); err == nil {
-			body = b
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false) // leave "<" in the student's text as it was
+		if enc.Encode(fields) == nil {
+			body = bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 		}
 	}
 	_ = json.Unmarshal(fields["service_tier"], &c.info.ServiceTier)

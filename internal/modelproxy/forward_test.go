@@ -152,7 +152,7 @@ func TestForwardServiceTierAndHeaders(t *testing.T) {
 		wantPath, wantAuth, wantTier    string
 	}{
 		{"tier replaces the student's", up + "/v1", "k", "flex", `{"model":"m","service_tier":"priority"}`, "/v1/chat/completions", "Bearer k", "flex"},
-		{"tier is added", up + "/v1/", "k", "flex", `{"model":"m"}`, "/v1/chat/completions", "Bearer k", "flex"},
+		{"tier is added", up + "/v1/", "k", "flex", `{"model":"m","messages":[{"role":"user","content":"a < b && c"}]}`, "/v1/chat/completions", "Bearer k", "flex"},
 		{"no tier: the student's passes", up + "/api/v1", "", "", `{"model":"m","service_tier":"priority"}`, "/api/v1/chat/completions", "", "priority"},
 		{"no path means /v1", up, "k", "", `{"model":"m"}`, "/v1/chat/completions", "Bearer k", ""},
 	} {
@@ -180,6 +180,7 @@ func TestForwardServiceTierAndHeaders(t *testing.T) {
 			require.Equal(t, tc.wantTier, c.ServiceTier)
 			require.Equal(t, "m", c.Model)
 			require.NotContains(t, string(c.Request), "student-key")
+			require.NotContains(t, string(c.Request), `\u003c`, "the student's text is not escaped")
 		})
 	}
 }
