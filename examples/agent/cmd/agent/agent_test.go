@@ -26,6 +26,15 @@ var (
 	buildOut  []byte
 )
 
+// TestMain removes the agent binary that the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if agentBin != "" {
+		os.RemoveAll(filepath.Dir(agentBin))
+	}
+	os.Exit(code)
+}
+
 // agentBinary builds the agent with ../../build.sh, as the quickstart does.
 func agentBinary(t *testing.T) string {
 	t.Helper()
