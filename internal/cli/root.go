@@ -116,6 +116,7 @@ transcript and /out on the host.`,
 		a.versionCommand(),
 		a.sandboxCommand(),
 		a.checkCommand(),
+		a.modelProxyCommand(),
 	)
 	return root
 }
