@@ -115,6 +115,7 @@ transcript and /out on the host.`,
 		a.harnessCommand(),
 		a.versionCommand(),
 		a.sandboxCommand(),
+		a.viewCommand(),
 	)
 	return root
 }
