@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,12 +48,12 @@ func TestBrowserRendersAndFollowsARun(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	var once sync.Once
-	polled := false
+	var polled atomic.Bool
 	h := s.Handler()
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/events") {
 			once.Do(func() {
-				polled = true
+				polled.Store(true)
 				appendEvents(t, dir, t0, 6,
 					output("student", "stdout", "LIVE-EVENT-ARRIVED "+hostile+"\n"),
 					transcript.Event{Type: transcript.ProcessExited, Process: "student", ExitCode: transcript.Int(0), DurationMS: 4000},
@@ -67,7 +68,7 @@ func TestBrowserRendersAndFollowsARun(t *testing.T) {
 	dom := dumpDOM(t, chromium, ts.URL+"/run/20300102T030405Z-b0b0b0b0")
 
 	assert.Contains(t, dom, `data-js="ready"`, "the page's own script ran")
-	require.True(t, polled, "the page never asked for new events")
+	require.True(t, polled.Load(), "the page never asked for new events")
 	for _, want := range []string{
 		"$ python3 agent.py --task 'find files'",
 		"HELLO-FROM-STUDENT", `<span class="stderr">WARN-ON-STDERR`, "B64-DECODED",
