@@ -8,6 +8,7 @@
 #   - makes debian:bookworm-slim locally with debootstrap when it cannot be
 #     pulled (machines with no registry)
 #   - installs podman and loads the same base image into it
+#   - installs chromium, for the browser tests of chalk view
 #   - builds the chalk binary (static) into ./bin/chalk
 set -euo pipefail
 
@@ -99,6 +100,12 @@ if ! podman image exists "$BASE_IMAGE" 2>/dev/null; then
 	docker save "$BASE_IMAGE" | podman load -q >/dev/null
 fi
 
-# 5. the chalk binary, static so it runs inside any sandbox.
+# 5. chromium, which the browser tests of chalk view drive headless.
+if ! command -v chromium >/dev/null 2>&1; then
+	say "installing chromium"
+	apt_install chromium
+fi
+
+# 6. the chalk binary, static so it runs inside any sandbox.
 say "building bin/chalk"
 (cd "$root" && CGO_ENABLED=0 go build -trimpath -o bin/chalk ./cmd/chalk)

@@ -117,6 +117,7 @@ transcript and /out on the host.`,
 		a.sandboxCommand(),
 		a.checkCommand(),
 		a.modelProxyCommand(),
+		a.viewCommand(),
 	)
 	return root
 }

@@ -1,0 +1,148 @@
+package view
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chalk-rl/chalk/internal/transcript"
+)
+
+// TranscriptName is the transcript's file name in a run directory.
+const TranscriptName = "transcript.jsonl"
+
+// StatusRunning is the status of a run whose transcript has no
+// run.finished yet.
+const StatusRunning = "running"
+
+// Summary is what the list of runs shows about one run.
+type Summary struct {
+	Name        string // the run directory's name: TIME-ID
+	ID          string
+	Environment string
+	Runtime     string
+	Hardware    string
+	Status      string // a transcript status, or StatusRunning
+	Message     string
+	Reward      *float64
+	Start       time.Time
+	End         time.Time // zero while running
+	Limits      []string  // the limits hit
+	Info        *transcript.RunInfo
+	Err         string // the transcript could not be read whole
+}
+
+// Duration is how long the run took, or has taken so far.
+func (s *Summary) Duration(now time.Time) time.Duration {
+	switch {
+	case s.Start.IsZero():
+		return 0
+	case s.End.IsZero():
+		return now.Sub(s.Start)
+	}
+	return s.End.Sub(s.Start)
+}
+
+// add folds one event into the summary.
+func (s *Summary) add(e transcript.Event) {
+	switch e.Type {
+	case transcript.RunStarted:
+		s.Start, s.Info = e.Time, e.Run
+		if r := e.Run; r != nil {
+			s.ID, s.Environment, s.Runtime, s.Hardware = r.ID, r.Environment, r.Runtime, r.Hardware
+		}
+	case transcript.Reward:
+		s.Reward = e.Reward
+	case transcript.LimitHit:
+		if l := e.Limit; l != nil {
+			s.Limits = append(s.Limits, l.Name)
+		}
+	case transcript.RunFinished:
+		s.Status, s.Message, s.End = e.Status, e.Message, e.Time
+	}
+}
+
+// summaries keeps each run's summary with the transcript offset it was
+// read up to, so that a growing transcript is only read from where it was
+// left.
+type summaries struct {
+	mu sync.Mutex
+	m  map[string]*cached
+}
+
+type cached struct {
+	sum     Summary
+	off     int64
+	modTime time.Time
+}
+
+// get returns the summary of the run name, below root.
+func (c *summaries) get(root *os.Root, name string) Summary {
+	path := filepath.Join(name, TranscriptName)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]*cached{}
+	}
+	st, err := root.Stat(path)
+	if err != nil {
+		return Summary{Name: name, Status: "unreadable", Err: err.Error()}
+	}
+	ent := c.m[path]
+	if ent == nil || st.Size() < ent.off || (st.Size() == ent.off && !st.ModTime().Equal(ent.modTime)) {
+		ent = &cached{sum: Summary{Name: name}}
+	}
+	if st.Size() > ent.off || ent.off == 0 {
+		entries, off, err := readFrom(root, path, ent.off)
+		if err != nil {
+			ent.sum.Err = err.Error()
+		}
+		for _, en := range entries {
+			if en.Err != nil {
+				ent.sum.Err = en.Err.Error()
+				continue
+			}
+			ent.sum.add(en.Event)
+		}
+		ent.off = off
+	}
+	ent.modTime = st.ModTime()
+	c.m[path] = ent
+	s := ent.sum
+	if s.Status == "" {
+		s.Status = StatusRunning
+	}
+	return s
+}
+
+// list returns the summaries of the runs below root, newest first. A run
+// is a directory holding a transcript.
+func (c *summaries) list(root *os.Root) ([]Summary, error) {
+	ents, err := fs.ReadDir(root.FS(), ".")
+	if err != nil {
+		return nil, err
+	}
+	var out []Summary
+	for _, d := range ents {
+		if !d.IsDir() || strings.HasPrefix(d.Name(), ".") {
+			continue
+		}
+		if _, err := root.Stat(filepath.Join(d.Name(), TranscriptName)); errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		out = append(out, c.get(root, d.Name()))
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i].Start, out[j].Start
+		if !a.Equal(b) {
+			return a.After(b)
+		}
+		return out[i].Name > out[j].Name
+	})
+	return out, nil
+}
