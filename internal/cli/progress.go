@@ -52,6 +52,17 @@ func (p *progress) event(e transcript.Event) {
 		for _, k := range slices.Sorted(maps.Keys(c.Why)) {
 			fmt.Fprintf(p.w, "  %s not held by the kernel: %s\n", k, c.Why[k])
 		}
+	case transcript.ModelCall:
+		p.flush()
+		m := e.Model
+		line := fmt.Sprintf("model call: %s, status %d in %dms", orDash(m.Model), m.Status, m.LatencyMS)
+		if m.PromptTokens+m.CompletionTokens > 0 {
+			line += fmt.Sprintf(", %d+%d tokens", m.PromptTokens, m.CompletionTokens)
+		}
+		if m.Error != "" {
+			line += ": " + m.Error
+		}
+		fmt.Fprintln(p.w, line)
 	case transcript.LimitHit:
 		p.flush()
 		fmt.Fprintf(p.w, "limit hit: %s (%s, %s): %s\n", e.Limit.Name, e.Limit.Enforcement, e.Limit.Action, e.Message)
@@ -94,6 +105,13 @@ func (p *progress) flush() {
 		}
 		delete(p.partial, key)
 	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func sizeString(n int64) string {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -9,7 +10,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chalk-rl/chalk/internal/confine"
+	"github.com/chalk-rl/chalk/internal/env"
+	"github.com/chalk-rl/chalk/internal/harness"
 	"github.com/chalk-rl/chalk/internal/hint"
+	"github.com/chalk-rl/chalk/internal/modelproxy"
+	"github.com/chalk-rl/chalk/internal/plugin"
 	"github.com/chalk-rl/chalk/internal/run"
 	"github.com/chalk-rl/chalk/internal/runtime"
 	"github.com/chalk-rl/chalk/internal/runtime/registry"
@@ -19,6 +24,7 @@ import (
 func (a *app) runCommand() *cobra.Command {
 	var (
 		runtimeName string
+		modelProxy  string
 		mounts      []string
 		o           run.Options
 	)
@@ -47,11 +53,25 @@ forwarded from your shell into the sandbox.`,
 				}
 				o.Mounts = append(o.Mounts, mt)
 			}
+			if modelProxy != "" {
+				if err := run.CheckModelProxy(cmd.Context(), modelProxy); err != nil {
+					return err
+				}
+				o.Model = &harness.ModelConfig{URL: modelProxy, APIKey: os.Getenv(run.ModelKeyEnv)}
+			}
+			if tier := os.Getenv(modelproxy.ServiceTierEnv); tier != "" {
+				if err := modelproxy.CheckServiceTier(tier); err != nil {
+					return err
+				}
+			}
 			rt, err := a.pickRuntime(cmd.Context(), runtimeName)
 			if err != nil {
 				return err
 			}
 			if err := checkMounts(rt, o.Mounts); err != nil {
+				return err
+			}
+			if err := applyPlugins(cmd.Context(), e, rt, &o); err != nil {
 				return err
 			}
 			o.Env, o.Runtime, o.Log, o.BuildLog = e, rt, a.log, a.stderr
@@ -80,8 +100,38 @@ forwarded from your shell into the sandbox.`,
 	f.BoolVar(&o.KeepContainers, "keep-containers", false, "leave the sandbox in place when the run ends")
 	f.BoolVar(&o.PrepareOnly, "prepare-only", false, "build the image and create the sandbox, then stop: run no student")
 	f.BoolVar(&o.Rebuild, "rebuild", false, "build the image even if it is up to date")
+	f.StringVar(&modelProxy, "model-proxy", os.Getenv(run.ModelProxyEnv), "the OpenAI-compatible model proxy the student calls through the harness (env "+run.ModelProxyEnv+"; its key from "+run.ModelKeyEnv+")")
 	f.StringVar(&o.RunsDir, "runs-dir", envOr("CHALK_RUNS_DIR", "runs"), "directory that gets one directory per run (env CHALK_RUNS_DIR)")
 	return cmd
+}
+
+// applyPlugins asks the hardware_limits plugin for the sandbox's
+// hardware and the container_run_args plugin for its engine flags, so
+// that a broken plugin stops the run before any sandbox starts.
+func applyPlugins(ctx context.Context, e *env.Env, rt runtime.Runtime, o *run.Options) error {
+	wd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	plugins, err := plugin.Load(wd)
+	if err != nil {
+		return err
+	}
+	req := plugin.Request{Environment: e.Name, EnvironmentDir: e.Dir, Hardware: e.Hardware, Runtime: rt.Name()}
+	hw, err := plugins.Hardware(ctx, req)
+	if err != nil {
+		return err
+	}
+	if err := plugin.CheckRuntime(hw, rt.Name()); err != nil {
+		return err
+	}
+	args, err := plugins.RunArgs(ctx, req, hw)
+	if err != nil {
+		return err
+	}
+	e.Hardware = hw.Env()
+	o.ExtraArgs = append(o.ExtraArgs, args...)
+	return nil
 }
 
 func envOr(k, def string) string {

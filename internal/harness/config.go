@@ -59,10 +59,26 @@ type Config struct {
 	// Network is the student's network policy (see confine.NetworkPolicies);
 	// empty means confine.NetworkProxy.
 	Network string `json:"network,omitempty"`
+	// Model, when set, is the run's model proxy: the harness serves the
+	// student an endpoint on the sandbox's loopback and forwards to it.
+	Model *ModelConfig `json:"model,omitempty"`
 	// Allow are the host:port addresses the student may reach by TCP
 	// whatever the policy: the model proxy.
 	Allow []string `json:"allow,omitempty"`
 }
+
+// ModelConfig is the model proxy the harness forwards the student's
+// calls to. The key stays here, in the run's private config, and never
+// reaches the student.
+type ModelConfig struct {
+	URL         string `json:"url"`
+	APIKey      string `json:"api_key,omitempty"`
+	ServiceTier string `json:"service_tier,omitempty"`
+}
+
+// EventsPort is where the harness serves the run's events inside the
+// sandbox. The student cannot reach it.
+const EventsPort = 7070
 
 // Process is one command the harness runs.
 type Process struct {

@@ -30,6 +30,9 @@ type Harness struct {
 	OutArchive string
 	// Ports are the harness's own ports, which the student may not reach.
 	Ports []uint16
+	// EventsAddr moves the events listener from EventsPort on every
+	// address (tests: "127.0.0.1:0").
+	EventsAddr string
 	// Places moves what the student's box puts in the sandbox; tests set
 	// it so that nothing of the host's is mounted over.
 	Places Places
@@ -74,6 +77,17 @@ func (h *Harness) Run(ctx context.Context) string {
 		return transcript.StatusError
 	}
 
+	ln, err := h.listenEvents()
+	if err != nil {
+		h.emit(transcript.Event{Type: transcript.RunFinished, Status: transcript.StatusError, Message: err.Error()})
+		return transcript.StatusError
+	}
+	defer ln.Close()
+	model, err := h.startModel(ctx)
+	if err != nil {
+		h.emit(transcript.Event{Type: transcript.RunFinished, Status: transcript.StatusError, Message: err.Error()})
+		return transcript.StatusError
+	}
 	box, err := h.buildBox(uid)
 	if err != nil {
 		h.Log.Error("confine the student", "err", err)
@@ -109,6 +123,7 @@ func (h *Harness) Run(ctx context.Context) string {
 	res := h.runProcess(ctx, "student", c.Student, box)
 	stopWatch()
 	<-watched
+	model.close()
 	for _, hit := range box.Hits() {
 		if hit.Action == "killed" {
 			status = transcript.StatusFailed

@@ -121,6 +121,7 @@ func (sb sandbox) run(t *testing.T, ctx context.Context, cfg *Config) runResult 
 		OutDir:     sb.out,
 		OutArchive: sb.archive,
 		Places:     sb.places(),
+		EventsAddr: "127.0.0.1:0",
 	}
 	start := time.Now()
 	status := h.Run(ctx)
@@ -1068,6 +1069,7 @@ func TestRunPrepareError(t *testing.T) {
 		OutDir:     filepath.Join(blocker, "out"),
 		OutArchive: sb.archive,
 		Places:     sb.places(),
+		EventsAddr: "127.0.0.1:0",
 	}
 	status := h.Run(context.Background())
 	require.Equal(t, transcript.StatusError, status)

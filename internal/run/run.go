@@ -46,9 +46,13 @@ type Options struct {
 	// Network is the student's network policy (confine.NetworkPolicies);
 	// empty means the default.
 	Network string
-	// Allow are addresses the student may reach whatever the policy: the
-	// model proxy.
+	// Allow are addresses the student may reach whatever the policy.
 	Allow []netip.AddrPort
+	// Model is the run's model proxy; the harness serves the student an
+	// endpoint that forwards to it.
+	Model *harness.ModelConfig
+	// ExtraArgs are engine flags for the sandbox (container_run_args).
+	ExtraArgs []string
 	// Event, when set, sees every event as it is written.
 	Event func(transcript.Event)
 	// BuildLog receives the build's output.
@@ -148,6 +152,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			{Source: private, Target: harness.RunDir},
 		}, o.Mounts...),
 		Entrypoint:  []string{harness.Binary, "harness", harness.ConfigPath},
+		ExtraArgs:   o.ExtraArgs,
 		CapAdd:      HarnessCaps,
 		DeviceRules: HarnessDevices,
 	}
@@ -211,6 +216,7 @@ func (r *runner) writeConfig() error {
 		RunID: r.res.ID, Env: r.o.Forward, Student: process(e.Student), Network: r.o.Network,
 		Limits: confine.Limits{MemoryBytes: e.StudentMemoryBytes(), Processes: confine.DefaultProcesses, DiskBytes: r.o.DiskBytes},
 	}
+	c.Model = r.o.Model
 	for _, a := range r.o.Allow {
 		c.Allow = append(c.Allow, a.String())
 	}
