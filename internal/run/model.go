@@ -49,4 +49,3 @@ const ModelKeyEnv = modelproxy.APIKeyEnv
 // ModelProxyEnv is the host variable that names the model proxy when
 // --model-proxy is not given.
 const ModelProxyEnv = "CHALK_MODEL_PROXY"
-
