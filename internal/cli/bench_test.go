@@ -20,7 +20,7 @@ import (
 //	go test -run '^$' -bench RunVsDocker -benchtime 20x ./internal/cli/
 func BenchmarkRunVsDocker(b *testing.B) {
 	testenv.NeedDocker(b)
-	bin := harnessBinary(b)
+	bin := testenv.StaticChalk(b)
 	dir := b.TempDir()
 	envDir := writeEnv(b, dir, "name = \"bench-true\"\n[student]\ncommand = [\"true\"]\n")
 	runs := filepath.Join(dir, "runs")

@@ -21,7 +21,7 @@ import (
 // transcript reach the host, no sandbox is left behind, and chalk exits 130.
 func TestInterruptLeavesNothingBehind(t *testing.T) {
 	testenv.NeedDocker(t)
-	bin := harnessBinary(t)
+	bin := testenv.StaticChalk(t)
 	dir := t.TempDir()
 	name := "interrupt" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", ""))[:8]
 	envDir := writeEnv(t, dir, `name = "`+name+`"

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -21,27 +20,8 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// harnessBinary builds a static chalk once per test binary, for the
-// sandboxes: the test binary itself is not static.
-func harnessBinary(t testing.TB) string {
-	t.Helper()
-	dir := filepath.Join(os.TempDir(), "chalk-test-harness")
-	bin := filepath.Join(dir, "chalk")
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/chalk")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build the harness binary: %v\n%s", err, out)
-	}
-	return bin
-}
-
 func TestScripts(t *testing.T) {
-	bin := harnessBinary(t)
+	bin := testenv.StaticChalk(t)
 	realDocker, _ := exec.LookPath("docker")
 	_, dockerErr := exec.Command("docker", "version", "--format", "{{.Server.Version}}").CombinedOutput()
 	root, _ := filepath.Abs("../..")
