@@ -24,3 +24,6 @@ CI=${CI:-true} go test -count=1 -timeout 20m ./...
 
 echo "==> benchmark: chalk run against docker run --rm"
 CI=${CI:-true} go test -count=1 -run '^$' -bench RunVsDocker -benchtime 10x ./internal/cli/
+
+echo "==> benchmark: what confining the student adds to a run"
+CI=${CI:-true} go test -count=1 -run '^$' -bench Confinement -benchtime 10x ./internal/run/

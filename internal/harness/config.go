@@ -62,6 +62,10 @@ type Config struct {
 	// Model, when set, is the run's model proxy: the harness serves the
 	// student an endpoint on the sandbox's loopback and forwards to it.
 	Model *ModelConfig `json:"model,omitempty"`
+	// Unconfined leaves out the limits and the firewall (the student
+	// still runs as UID with no privilege). Only benchmarks set it, to
+	// measure what confinement adds; chalk run never does.
+	Unconfined bool `json:"unconfined,omitempty"`
 	// Allow are the host:port addresses the student may reach by TCP
 	// whatever the policy: the model proxy.
 	Allow []string `json:"allow,omitempty"`

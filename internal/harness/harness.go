@@ -184,6 +184,9 @@ func (h *Harness) Run(ctx context.Context) string {
 // buildBox confines the student: see package confine.
 func (h *Harness) buildBox(uid int) (*confine.Box, error) {
 	c, pl := h.Config, h.Places
+	if c.Unconfined {
+		return confine.Bare(uid), nil
+	}
 	if pl.Give == nil {
 		pl.Give = []string{h.OutDir, "/tmp", "/var/tmp"}
 		if c.Student.Workdir != "" {

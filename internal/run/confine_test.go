@@ -30,7 +30,9 @@ import (
 // These tests run real sandboxes on docker whose students attack each
 // rule of their confinement, and check the outcome in the transcript.
 
-func docker(t *testing.T) runtime.Runtime {
+func docker(t *testing.T) runtime.Runtime { return dockerB(t) }
+
+func dockerB(t testing.TB) runtime.Runtime {
 	t.Helper()
 	testenv.NeedDocker(t)
 	t.Setenv(run.HarnessEnv, testenv.StaticChalk(t))
@@ -41,7 +43,11 @@ func docker(t *testing.T) runtime.Runtime {
 
 // environment writes an environment whose student and grader are the
 // given bash scripts.
-func environment(t *testing.T, hardware, student, grader string) *env.Env {
+func environmentB(b testing.TB) *env.Env {
+	return environment(b, "", "true", "true")
+}
+
+func environment(t testing.TB, hardware, student, grader string) *env.Env {
 	t.Helper()
 	dir := t.TempDir()
 	files := map[string]string{

@@ -51,6 +51,9 @@ type Options struct {
 	// Model is the run's model proxy; the harness serves the student an
 	// endpoint that forwards to it.
 	Model *harness.ModelConfig
+	// Unconfined runs the student with no limits or firewall: for the
+	// benchmark that measures what confinement adds, never from the CLI.
+	Unconfined bool
 	// ExtraArgs are engine flags for the sandbox (container_run_args).
 	ExtraArgs []string
 	// Event, when set, sees every event as it is written.
@@ -217,6 +220,7 @@ func (r *runner) writeConfig() error {
 		Limits: confine.Limits{MemoryBytes: e.StudentMemoryBytes(), Processes: confine.DefaultProcesses, DiskBytes: r.o.DiskBytes},
 	}
 	c.Model = r.o.Model
+	c.Unconfined = r.o.Unconfined
 	for _, a := range r.o.Allow {
 		c.Allow = append(c.Allow, a.String())
 	}
