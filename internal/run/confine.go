@@ -14,8 +14,9 @@ import (
 var (
 	// HarnessCaps: NET_ADMIN installs the student's nftables firewall;
 	// SYS_ADMIN makes the sandbox's cgroup writable and mounts the
-	// student's disk.
-	HarnessCaps = []string{"NET_ADMIN", "SYS_ADMIN"}
+	// student's disk; MKNOD makes the loop device nodes, which the
+	// sandbox's /dev lacks (docker grants it by default, podman does not).
+	HarnessCaps = []string{"NET_ADMIN", "SYS_ADMIN", "MKNOD"}
 	// HarnessDevices lets the harness attach the student's disk image to
 	// a loop device: the loop devices (block major 7) and
 	// /dev/loop-control (char 10:237).
