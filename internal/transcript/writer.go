@@ -33,6 +33,7 @@ func (t *Writer) Emit(e Event) error {
 	}
 	b, err := Marshal(e)
 	if err != nil {
+		t.seq-- // the number goes to the next event: no gap
 		return fmt.Errorf("encode %s event: %w", e.Type, err)
 	}
 	_, err = t.w.Write(b)
