@@ -2,6 +2,7 @@ package cli
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -22,8 +23,15 @@ func (a *app) harnessCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			h := &harness.Harness{Config: cfg, Events: transcript.NewWriter(a.stdout), Log: log}
-			if status := h.Run(cmd.Context()); status != transcript.StatusOK {
+			stream, err := harness.NewStream(harness.EventLog)
+			if err != nil {
+				return err
+			}
+			defer stream.Close()
+			h := &harness.Harness{Config: cfg, Events: transcript.NewWriter(stream), Stream: stream, Log: log}
+			status := h.Run(cmd.Context())
+			stream.Drained(10 * time.Second)
+			if status != transcript.StatusOK {
 				return &silentError{code: 1}
 			}
 			return nil

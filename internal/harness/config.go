@@ -25,6 +25,9 @@ const (
 	RunDir = Dir + "/run"
 	// ConfigPath is the run's config.
 	ConfigPath = RunDir + "/config.json"
+	// EventLog is the harness's events, which it also serves on
+	// EventsPort; the host reads what it missed here after the end.
+	EventLog = RunDir + "/events.jsonl"
 	// OutArchive is where the harness leaves /out, packed, for the host.
 	OutArchive = RunDir + "/out.tar"
 	// DiskImage is the student's disk, in the run's directory on the
@@ -59,6 +62,9 @@ type Config struct {
 	// Network is the student's network policy (see confine.NetworkPolicies);
 	// empty means confine.NetworkProxy.
 	Network string `json:"network,omitempty"`
+	// EventsToken is the per-run secret the host presents to follow the
+	// run's events over the websocket.
+	EventsToken string `json:"events_token,omitempty"`
 	// Model, when set, is the run's model proxy: the harness serves the
 	// student an endpoint on the sandbox's loopback and forwards to it.
 	Model *ModelConfig `json:"model,omitempty"`

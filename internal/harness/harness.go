@@ -28,6 +28,9 @@ type Harness struct {
 	// OutDir and OutArchive default to the sandbox paths; tests move them.
 	OutDir     string
 	OutArchive string
+	// Stream, when set, serves the events over the websocket; Events
+	// then writes to it.
+	Stream *Stream
 	// Ports are the harness's own ports, which the student may not reach.
 	Ports []uint16
 	// EventsAddr moves the events listener from EventsPort on every
@@ -82,7 +85,9 @@ func (h *Harness) Run(ctx context.Context) string {
 		h.emit(transcript.Event{Type: transcript.RunFinished, Status: transcript.StatusError, Message: err.Error()})
 		return transcript.StatusError
 	}
-	defer ln.Close()
+	if h.Stream == nil {
+		defer ln.Close()
+	} // else it outlives Run, for the host to drain the stream; the process's end closes it
 	model, err := h.startModel(ctx)
 	if err != nil {
 		h.emit(transcript.Event{Type: transcript.RunFinished, Status: transcript.StatusError, Message: err.Error()})

@@ -39,6 +39,9 @@ func (h *Harness) serveEvents(ln net.Listener) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
+	if h.Stream != nil {
+		mux.Handle("GET /events", h.Stream.Handler(h.Config.EventsToken))
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	_ = srv.Serve(ln)
 }

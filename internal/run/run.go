@@ -54,6 +54,9 @@ type Options struct {
 	// Unconfined runs the student with no limits or firewall: for the
 	// benchmark that measures what confinement adds, never from the CLI.
 	Unconfined bool
+	// FaultDropStreamEvery, for tests, drops the connection to the
+	// harness's event stream after every that many events.
+	FaultDropStreamEvery int
 	// ExtraArgs are engine flags for the sandbox (container_run_args).
 	ExtraArgs []string
 	// Event, when set, sees every event as it is written.
@@ -80,6 +83,11 @@ type Result struct {
 	Status     string
 	Message    string
 	Reward     *float64
+	// StreamConnections counts the connections made to the harness's
+	// event stream; EventsFromLog the events read from its log instead,
+	// after the sandbox ended.
+	StreamConnections int
+	EventsFromLog     int
 }
 
 // Run runs the environment once. An error means the run could not be
@@ -134,7 +142,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Network == "" {
 		o.Network = confine.NetworkProxy
 	}
-	r := &runner{o: o, res: res, rt: rt, tw: transcript.NewWriter(tf), private: private}
+	r := &runner{o: o, res: res, rt: rt, tw: transcript.NewWriter(tf), private: private, token: secret()}
 	r.emit(transcript.Event{Type: transcript.RunStarted, Run: &transcript.RunInfo{
 		ID: id, Environment: e.Name, Image: tag, Runtime: rt.Name(), Hardware: e.Hardware.Name,
 		CPUs: e.Hardware.CPUs, MemoryBytes: e.Hardware.MemoryBytes, StudentMemoryBytes: e.StudentMemoryBytes(),
@@ -185,6 +193,13 @@ func Owner() string {
 	return fmt.Sprintf("%s/%d", h, os.Getpid())
 }
 
+// secret is a random token for the run's event stream.
+func secret() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
 func newID() string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
@@ -197,6 +212,7 @@ type runner struct {
 	rt      runtime.Runtime
 	tw      *transcript.Writer
 	private string
+	token   string // the run's secret for the harness's event stream
 	// finished is the harness's run.finished, held back so that it is
 	// always the transcript's last event.
 	finished *transcript.Event
@@ -216,7 +232,8 @@ func (r *runner) emit(e transcript.Event) {
 func (r *runner) writeConfig() error {
 	e := r.o.Env
 	c := harness.Config{
-		RunID: r.res.ID, Env: r.o.Forward, Student: process(e.Student), Network: r.o.Network,
+		EventsToken: r.token,
+		RunID:       r.res.ID, Env: r.o.Forward, Student: process(e.Student), Network: r.o.Network,
 		Limits: confine.Limits{MemoryBytes: e.StudentMemoryBytes(), Processes: confine.DefaultProcesses, DiskBytes: r.o.DiskBytes},
 	}
 	c.Model = r.o.Model

@@ -2,10 +2,7 @@ package run
 
 import (
 	"archive/tar"
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -66,15 +63,21 @@ func (r *runner) start(ctx context.Context) {
 		stderr = logf
 		defer logf.Close()
 	}
-	pr, pw := io.Pipe()
-	read := make(chan struct{})
+	var stdout io.Writer = io.Discard
+	if logf != nil {
+		stdout = logf
+	}
+	f := &follower{r: r}
+	fctx, stopFollowing := context.WithCancel(startCtx)
+	followed := make(chan struct{})
 	go func() {
-		defer close(read)
-		r.readEvents(pr)
+		defer close(followed)
+		f.stream(fctx)
 	}()
-	r.exitCode, r.startErr = r.rt.Start(startCtx, r.res.SandboxID, pw, stderr)
-	pw.Close()
-	<-read
+	r.exitCode, r.startErr = r.rt.Start(startCtx, r.res.SandboxID, stdout, stderr)
+	stopFollowing()
+	<-followed
+	f.fromLog()
 	close(stopped)
 	<-watched
 	if interrupted.Load() {
@@ -93,35 +96,6 @@ func (r *runner) deadline() time.Duration {
 		d += g.Timeout
 	}
 	return d
-}
-
-// readEvents copies the harness's events into the transcript, renumbered
-// in the transcript's sequence. A line that is not an event is kept as a
-// note.
-func (r *runner) readEvents(rd io.Reader) {
-	br := bufio.NewReaderSize(rd, 256<<10)
-	for {
-		line, err := br.ReadBytes('\n')
-		if line = bytes.TrimSpace(line); len(line) > 0 {
-			var e transcript.Event
-			if jerr := json.Unmarshal(line, &e); jerr != nil || e.Type == "" {
-				r.emit(transcript.Event{Type: transcript.Note, Message: "harness: " + string(line)})
-			} else if e.Type == transcript.RunFinished {
-				r.finished = &e
-			} else {
-				if e.Type == transcript.Reward && e.Reward != nil {
-					r.res.Reward = e.Reward
-				}
-				r.emit(e)
-			}
-		}
-		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrClosedPipe) {
-				r.o.Log.Debug("read events", "err", err)
-			}
-			return
-		}
-	}
 }
 
 // collectOut brings /out to the host: the archive the harness packed, or,

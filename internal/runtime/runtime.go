@@ -116,3 +116,9 @@ type Runtime interface {
 	// List returns the sandboxes carrying every label in labels.
 	List(ctx context.Context, labels map[string]string) ([]SandboxInfo, error)
 }
+
+// Addresser is a runtime whose sandboxes the host can reach at an
+// address: chalk run follows the harness's events there.
+type Addresser interface {
+	Address(ctx context.Context, id string) (string, error)
+}

@@ -295,6 +295,16 @@ func (e *Engine) Signal(ctx context.Context, id, signal string) error {
 	return err
 }
 
+// Address is the sandbox's IP address on its first network, which the
+// host can reach on Linux; empty while it has none.
+func (e *Engine) Address(ctx context.Context, id string) (string, error) {
+	out, err := e.command(ctx, nil, "inspect", "--format", "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}", id)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(strings.SplitN(strings.TrimSpace(string(out))+" ", " ", 2)[0]), nil
+}
+
 // CopyFrom streams path out of the sandbox as a tar archive.
 func (e *Engine) CopyFrom(ctx context.Context, id, path string) (io.ReadCloser, error) {
 	cmd := exec.CommandContext(ctx, e.Bin, "cp", id+":"+path, "-")
