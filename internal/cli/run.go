@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -26,6 +27,9 @@ func (a *app) runCommand() *cobra.Command {
 		runtimeName string
 		modelProxy  string
 		mounts      []string
+		count       int
+		parallel    int
+		asJSON      bool
 		o           run.Options
 	)
 	cmd := &cobra.Command{
@@ -82,11 +86,40 @@ forwarded from your shell into the sandbox.`,
 				}
 				o.Network = v
 			}
-			p := &progress{w: a.stderr, start: time.Now()}
-			o.Event = p.event
+			if count < 1 {
+				return &usageError{err: fmt.Errorf("-n %d: the number of runs must be at least 1", count), help: "e.g. chalk run -n 8"}
+			}
+			if parallel < 1 {
+				parallel = min(count, 16)
+			}
+			var show sink
+			switch {
+			case asJSON:
+				show = &jsonSink{w: a.stdout, ids: map[int]string{}}
+			case count > 1:
+				show = &lineSink{w: a.stderr, n: count, ids: map[int]string{}, start: time.Now()}
+			default:
+				show = oneSink{p: &progress{w: a.stderr, start: time.Now()}}
+			}
+			summaryTo := a.stdout
+			if asJSON {
+				summaryTo = a.stderr
+			}
+			if count > 1 {
+				if o.KeepContainers || o.PrepareOnly {
+					return &usageError{err: errors.New("-n runs many sandboxes: --keep-containers and --prepare-only take one run"), help: "drop -n, or drop the flag"}
+				}
+				outs, wall, err := a.runMany(cmd.Context(), rt, o, count, parallel, show)
+				if err != nil {
+					return err
+				}
+				return a.manySummary(summaryTo, outs, wall)
+			}
+			o.Event = func(e transcript.Event) { show.event(0, e) }
 			res, err := run.Run(cmd.Context(), o)
+			show.close()
 			if res != nil && res.Dir != "" {
-				a.summary(rt, res)
+				a.summary(summaryTo, rt, res)
 			}
 			if err != nil {
 				return err
@@ -100,6 +133,9 @@ forwarded from your shell into the sandbox.`,
 	f.BoolVar(&o.KeepContainers, "keep-containers", false, "leave the sandbox in place when the run ends")
 	f.BoolVar(&o.PrepareOnly, "prepare-only", false, "build the image and create the sandbox, then stop: run no student")
 	f.BoolVar(&o.Rebuild, "rebuild", false, "build the image even if it is up to date")
+	f.IntVarP(&count, "n", "n", 1, "run the environment this many times, in parallel, with the disk budget split between them")
+	f.IntVar(&parallel, "parallel", 0, "with -n, at most this many runs at a time (default: all of them, up to 16)")
+	f.BoolVar(&asJSON, "json", false, "print every event as a JSON line on stdout, for scripts: {\"index\":N,\"run\":ID,\"event\":{...}}")
 	f.StringVar(&modelProxy, "model-proxy", os.Getenv(run.ModelProxyEnv), "the OpenAI-compatible model proxy the student calls through the harness (env "+run.ModelProxyEnv+"; its key from "+run.ModelKeyEnv+")")
 	f.StringVar(&o.RunsDir, "runs-dir", envOr("CHALK_RUNS_DIR", "runs"), "directory that gets one directory per run (env CHALK_RUNS_DIR)")
 	return cmd
@@ -157,18 +193,18 @@ func checkMounts(rt runtime.Runtime, mounts []runtime.Mount) error {
 }
 
 // summary prints where the run's results are, on stdout.
-func (a *app) summary(rt runtime.Runtime, res *run.Result) {
-	fmt.Fprintf(a.stdout, "run %s: %s", res.ID, res.Status)
+func (a *app) summary(w io.Writer, rt runtime.Runtime, res *run.Result) {
+	fmt.Fprintf(w, "run %s: %s", res.ID, res.Status)
 	if res.Reward != nil {
-		fmt.Fprintf(a.stdout, " (reward %g)", *res.Reward)
+		fmt.Fprintf(w, " (reward %g)", *res.Reward)
 	}
-	fmt.Fprintln(a.stdout)
-	fmt.Fprintf(a.stdout, "transcript: %s\n", res.Transcript)
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "transcript: %s\n", res.Transcript)
 	if res.Status != "prepared" {
-		fmt.Fprintf(a.stdout, "out:        %s\n", res.Out)
+		fmt.Fprintf(w, "out:        %s\n", res.Out)
 	}
 	if res.Kept && res.SandboxID != "" {
-		fmt.Fprintf(a.stdout, "sandbox:    %s (kept; remove it with '%s')\n", res.Sandbox, removeHint(rt, res.Sandbox))
+		fmt.Fprintf(w, "sandbox:    %s (kept; remove it with '%s')\n", res.Sandbox, removeHint(rt, res.Sandbox))
 	}
 }
 
