@@ -70,6 +70,11 @@ func (h *Harness) runProcess(ctx context.Context, name string, p Process, box *c
 		outW.Close()
 		return result{err: err}
 	}
+	// Bigger pipes and reads: fewer, larger output events when the
+	// student writes a lot.
+	for _, w := range []*os.File{outW, errW} {
+		_, _ = unix.FcntlInt(w.Fd(), unix.F_SETPIPE_SZ, 1<<20)
+	}
 	cmd.Stdout, cmd.Stderr = outW, errW
 	started := time.Now()
 	err = start()
@@ -176,7 +181,7 @@ func waitPumps(wg *sync.WaitGroup, pipes ...*os.File) {
 func (h *Harness) pump(wg *sync.WaitGroup, process, stream string, r *os.File) {
 	defer wg.Done()
 	defer r.Close()
-	buf := make([]byte, 64<<10)
+	buf := make([]byte, 1<<20)
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {

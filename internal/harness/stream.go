@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/chalk-rl/chalk/internal/transcript"
 )
 
 // Stream is where the harness's events go: appended to the run's event
@@ -53,7 +55,7 @@ func (s *Stream) Write(b []byte) (int, error) {
 	}
 	s.offsets = append(s.offsets, s.size)
 	s.size += int64(n)
-	if bytes.Contains(b, []byte(`"type":"run.finished"`)) {
+	if h, ok := transcript.ReadHeader(b); ok && h.Type == transcript.RunFinished {
 		s.finished = true
 	}
 	close(s.changed)

@@ -213,11 +213,61 @@ type runner struct {
 	tw      *transcript.Writer
 	private string
 	token   string // the run's secret for the harness's event stream
+	shown   bucket // how much of the student's output is shown live
 	// finished is the harness's run.finished, held back so that it is
 	// always the transcript's last event.
 	finished *transcript.Event
 	exitCode int
 	startErr error
+}
+
+// emitRaw writes an output event the harness encoded, and shows it
+// unless output is coming faster than anyone can read it: then only a
+// sample reaches Options.Event (the transcript has all of it).
+func (r *runner) emitRaw(line []byte) {
+	if _, err := r.tw.EmitRaw(line); err != nil {
+		r.o.Log.Error("write transcript", "err", err)
+	}
+	if r.o.Event == nil {
+		return
+	}
+	if !r.shown.take(time.Now(), len(line)) {
+		if !r.shown.warned {
+			r.shown.warned = true
+			r.o.Event(transcript.Event{Type: transcript.Note, Message: "the student's output is coming faster than it can be shown; only some of it is shown, and the transcript has all of it"})
+		}
+		return
+	}
+	var e transcript.Event
+	if err := json.Unmarshal(line, &e); err == nil {
+		r.o.Event(e)
+	}
+}
+
+// bucket lets through bursts of up to shownBurst bytes of output, and
+// shownRate bytes a second: more than a person reads.
+type bucket struct {
+	tokens float64
+	last   time.Time
+	warned bool
+}
+
+const (
+	shownBurst = 1 << 20
+	shownRate  = 64 << 10
+)
+
+func (b *bucket) take(now time.Time, n int) bool {
+	if b.last.IsZero() {
+		b.tokens, b.last = shownBurst, now
+	}
+	b.tokens = min(shownBurst, b.tokens+now.Sub(b.last).Seconds()*shownRate)
+	b.last = now
+	if b.tokens < float64(n) {
+		return false
+	}
+	b.tokens -= float64(n)
+	return true
 }
 
 func (r *runner) emit(e transcript.Event) {

@@ -172,6 +172,9 @@ func Float(f float64) *float64 { return &f }
 
 // Marshal encodes e as one line, newline included.
 func Marshal(e Event) ([]byte, error) {
+	if b, ok := marshalOutput(e); ok {
+		return b, nil
+	}
 	b, err := json.Marshal(e)
 	if err != nil {
 		return nil, err
