@@ -69,14 +69,8 @@ func Collect(ctx context.Context, rt runtime.Runtime, o GCOptions) ([]Leftover, 
 	for _, b := range boxes {
 		l := Leftover{Runtime: rt.Name(), ID: b.ID, Name: b.Name, Run: b.Labels[LabelRun],
 			Environment: b.Labels[LabelEnv], Owner: b.Labels[LabelOwner], Action: Left}
-		dead := false
-		if b.Labels[LabelKeep] == "true" {
-			l.Why = "kept on purpose (--keep-containers or --prepare-only)"
-		} else if owner, err := ParseOwner(l.Owner); err != nil {
-			l.Why = err.Error()
-		} else {
-			dead, l.Why = ownerDead(owner, o.Host, lookupProc(owner.PID))
-		}
+		var dead bool
+		dead, l.Why = judge(b, o.Host, lookupProc)
 		switch {
 		case !dead:
 		case o.DryRun:
@@ -93,6 +87,25 @@ func Collect(ctx context.Context, rt runtime.Runtime, o GCOptions) ([]Leftover, 
 		out = append(out, l)
 	}
 	return out, errors.Join(errs...)
+}
+
+// judge decides whether sandbox b was left by a dead chalk, and says why
+// or why not.
+func judge(b runtime.SandboxInfo, host string, lookup func(pid int) proc) (dead bool, why string) {
+	if b.Labels[LabelKeep] == "true" {
+		return false, "kept on purpose (--keep-containers or --prepare-only)"
+	}
+	owner, err := ParseOwner(b.Labels[LabelOwner])
+	if err != nil {
+		return false, err.Error()
+	}
+	dead, why = ownerDead(owner, host, lookup(owner.PID))
+	if dead && owner.Start == 0 && !b.Running {
+		// An older chalk wrote no keep label either: a stopped sandbox
+		// may have been kept on purpose.
+		return false, fmt.Sprintf("its chalk (pid %d) is gone, but the label, from an older chalk, cannot tell a sandbox kept with --keep-containers from one left behind; remove it with the engine's rm if it is not needed", owner.PID)
+	}
+	return dead, why
 }
 
 // SweepDue says whether the automatic clean-up is due: whether stamp is

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/chalk-rl/chalk/internal/runtime"
 )
 
 func TestParseOwner(t *testing.T) {
@@ -64,6 +66,32 @@ func TestOwnerDead(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dead, why := ownerDead(tt.owner, tt.host, tt.proc)
+			require.Equal(t, tt.dead, dead, why)
+			require.Contains(t, why, tt.why)
+		})
+	}
+}
+
+func TestJudge(t *testing.T) {
+	gone := func(int) proc { return proc{} }
+	owner := func(v string) map[string]string { return map[string]string{LabelRun: "1a2b3c4d", LabelOwner: v} }
+	for _, tt := range []struct {
+		name    string
+		labels  map[string]string
+		running bool
+		dead    bool
+		why     string
+	}{
+		{"owner gone", owner("vm/42/7"), false, true, "no longer running"},
+		{"owner gone, still running", owner("vm/42/7"), true, true, "no longer running"},
+		{"kept", map[string]string{LabelOwner: "vm/42/7", LabelKeep: "true"}, false, false, "kept on purpose"},
+		{"owner label unreadable", owner("vm"), true, false, "want HOST/PID/START or HOST/PID"},
+		{"another host", owner("laptop/42/7"), true, false, "another host (laptop)"},
+		{"old label, owner gone, still running", owner("vm/42"), true, true, "no longer running"},
+		{"old label, owner gone, stopped: may have been kept", owner("vm/42"), false, false, "cannot tell a sandbox kept with --keep-containers"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dead, why := judge(runtime.SandboxInfo{Labels: tt.labels, Running: tt.running}, "vm", gone)
 			require.Equal(t, tt.dead, dead, why)
 			require.Contains(t, why, tt.why)
 		})
