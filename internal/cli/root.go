@@ -102,6 +102,7 @@ transcript and /out on the host.`,
 				level = slog.LevelDebug
 			}
 			a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+			a.sweepBefore(cmd)
 		},
 	}
 	root.PersistentFlags().BoolVarP(&a.verbose, "verbose", "v", false, "log more detail to stderr")
@@ -118,6 +119,7 @@ transcript and /out on the host.`,
 		a.checkCommand(),
 		a.modelProxyCommand(),
 		a.viewCommand(),
+		a.gcCommand(),
 	)
 	return root
 }

@@ -157,7 +157,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		Image:       tag,
 		CPUs:        e.Hardware.CPUs,
 		MemoryBytes: e.Hardware.MemoryBytes,
-		Labels:      map[string]string{LabelRun: id, LabelEnv: e.Name, LabelOwner: Owner()},
+		Labels:      sandboxLabels(id, e.Name, o.KeepContainers || o.PrepareOnly),
 		Mounts: append([]runtime.Mount{
 			{Source: bin, Target: harness.Binary, ReadOnly: true},
 			{Source: private, Target: harness.RunDir},
@@ -190,7 +190,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 // Owner is this process's owner label: host name and pid.
 func Owner() string {
 	h, _ := os.Hostname()
-	return fmt.Sprintf("%s/%d", h, os.Getpid())
+	return FormatOwner(h, os.Getpid())
 }
 
 // secret is a random token for the run's event stream.

@@ -6,11 +6,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 
 	"github.com/chalk-rl/chalk/internal/hint"
 	"github.com/chalk-rl/chalk/internal/runtime"
 	"github.com/chalk-rl/chalk/internal/runtime/docker"
+	"github.com/chalk-rl/chalk/internal/runtime/engine"
 	"github.com/chalk-rl/chalk/internal/runtime/firecracker"
 	"github.com/chalk-rl/chalk/internal/runtime/gvisor"
 	"github.com/chalk-rl/chalk/internal/runtime/nerdctl"
@@ -47,6 +49,27 @@ func Lookup(name string) (runtime.Runtime, error) {
 			Checks: modalChecks}, nil
 	}
 	return nil, hint.Newf("pick one of: "+strings.Join(Names, ", "), "unknown runtime %q", name)
+}
+
+// Installed returns the runtimes that may hold sandboxes on this machine:
+// the container engines whose client is on PATH, one per client
+// (docker:gvisor's sandboxes are docker's). It runs no preflight, so it
+// is cheap enough for every chalk invocation.
+func Installed() []runtime.Runtime {
+	var out []runtime.Runtime
+	seen := map[string]bool{}
+	for _, n := range Names {
+		rt, _ := Lookup(n)
+		e, ok := rt.(*engine.Engine)
+		if !ok || seen[e.Bin] {
+			continue
+		}
+		seen[e.Bin] = true
+		if _, err := exec.LookPath(e.Bin); err == nil {
+			out = append(out, rt)
+		}
+	}
+	return out
 }
 
 // Default picks the runtime used when --runtime is not given: the
