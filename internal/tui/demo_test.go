@@ -51,6 +51,7 @@ func demo(dir string) error {
 		},
 	})
 	ui.Start()
+	fmt.Fprintln(ui, "image chalk-demo:0123 is up to date")
 
 	for i := range 2 {
 		ui.Event(i, started("demo"))

@@ -45,11 +45,11 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		m.snap = m.ui.snapshot()
-		return m, tick()
+		return m, tea.Batch(m.ui.printCmd(false), tick())
 	case closeMsg:
 		m.snap = m.ui.snapshot()
 		m.closing = true
-		return m, tea.Quit
+		return m, tea.Sequence(m.ui.printCmd(true), tea.Quit)
 	case tea.WindowSizeMsg:
 		// A narrower terminal rewraps what was drawn, and the renderer no
 		// longer knows where its lines are: start again from a clear screen.

@@ -88,6 +88,7 @@ func TestInTmux(t *testing.T) {
 	// Three runs under way, each as a block: the sanitized output, the
 	// model call, the run not yet started.
 	pane := p.waitForAll("the runs under way",
+		"image chalk-demo:0123 is up to date",
 		"chalk run: 3 runs · 3 running · 0 done · no reward yet",
 		"run 1/3 demo01  demo  running",
 		"  model    1 call, last demo-model: 200 in 850ms, 120+30 tokens",
@@ -98,6 +99,9 @@ func TestInTmux(t *testing.T) {
 		"q or ctrl+c: stop the runs",
 	)
 	require.NotContains(t, pane, "title")
+	lines := strings.Split(pane, "\n")
+	require.Equal(t, "image chalk-demo:0123 is up to date", lines[0], "what was written to the view is printed above it")
+	require.True(t, strings.HasPrefix(lines[1], "chalk run: 3 runs"), "pane:\n%s", pane)
 	require.NotEqual(t, "title\n", p.run("display-message", "-p", "-t", "demo", "#{pane_title}"),
 		"the student's escape sequence set the terminal's title")
 
@@ -120,7 +124,7 @@ func TestInTmux(t *testing.T) {
 		"run 2/3 demo02  failed",
 		"run 3/3 demo03  running",
 	)
-	lines := strings.Split(strings.TrimRight(pane, "\n"), "\n")
+	lines = strings.Split(strings.TrimRight(pane, "\n"), "\n")
 	require.True(t, strings.HasPrefix(lines[0], "chalk run: 3 runs · 1 running"), "pane:\n%s", pane)
 	require.Equal(t, 1, strings.Count(pane, "chalk run:"), "pane:\n%s", pane)
 	require.NotContains(t, pane, "  reward   0.75", "no block is left of the larger frame")

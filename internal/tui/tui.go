@@ -14,6 +14,10 @@
 //	// when every run has returned:
 //	err := ui.Close()
 //
+// The UI is also an io.Writer: what is written to it (a build's log, a
+// logger's lines) is printed above the view, a whole line at a time, so
+// that nothing else writes over the view while it is drawn.
+//
 // Event never waits for the screen: it updates the run's state under a
 // lock and returns, and the view is redrawn from that state at most ten
 // times a second, however many events arrive. Everything a run's events
@@ -28,7 +32,10 @@
 package tui
 
 import (
+	"bytes"
+	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -63,8 +70,13 @@ type Options struct {
 // redraw is how often the view is drawn anew.
 const redraw = 100 * time.Millisecond
 
+// maxPending is how many written lines wait for the next frame; past it
+// the oldest are left out, so that a flood of log never holds a run up.
+const maxPending = 500
+
 // UI is the live view of a set of runs.
 type UI struct {
+	w       io.Writer
 	opts    Options
 	program *tea.Program
 	styles  styles
@@ -76,6 +88,10 @@ type UI struct {
 	interrupting bool
 	started      bool
 	closed       bool
+	released     bool     // Close has returned: writes go straight to w
+	partial      []byte   // written, not yet ended by a newline
+	pending      []string // written lines the next frame prints
+	dropped      int      // lines left out of pending
 
 	done chan struct{} // closed when the program has returned
 	err  error
@@ -84,7 +100,7 @@ type UI struct {
 // New returns the view of runs on the terminal w. Nothing is drawn before
 // Start.
 func New(w io.Writer, runs []Run, opts Options) *UI {
-	u := &UI{opts: opts, now: time.Now, done: make(chan struct{})}
+	u := &UI{w: w, opts: opts, now: time.Now, done: make(chan struct{})}
 	u.start = u.now()
 	for i, r := range runs {
 		r.Index = i
@@ -134,14 +150,76 @@ func (u *UI) Close() error {
 	started, closed := u.started, u.closed
 	u.closed = true
 	u.mu.Unlock()
-	if !started {
+	if started {
+		if !closed {
+			u.program.Send(closeMsg{})
+		}
+		<-u.done
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if !u.released {
+		u.released = true
+		if lines := u.takeLines(true); len(lines) > 0 {
+			_, _ = io.WriteString(u.w, strings.Join(lines, "\n")+"\n")
+		}
+	}
+	return u.err
+}
+
+// Write prints p above the view, each line once it is ended by a newline
+// (Close prints the rest), sanitized, as the view draws its next frame.
+// It never waits for the terminal. Once Close has returned, p goes
+// straight to the terminal, as it is.
+func (u *UI) Write(p []byte) (int, error) {
+	u.mu.Lock()
+	if u.released {
+		u.mu.Unlock()
+		return u.w.Write(p)
+	}
+	defer u.mu.Unlock()
+	u.partial = append(u.partial, p...)
+	for {
+		i := bytes.IndexByte(u.partial, '\n')
+		if i < 0 {
+			break
+		}
+		u.pending = append(u.pending, sanitize(string(u.partial[:i])))
+		u.partial = u.partial[i+1:]
+	}
+	u.partial = append([]byte(nil), u.partial...)
+	if over := len(u.pending) - maxPending; over > 0 {
+		u.pending = append(u.pending[:0], u.pending[over:]...)
+		u.dropped += over
+	}
+	return len(p), nil
+}
+
+// takeLines returns the written lines to print and forgets them; all
+// includes a last line with no newline. The caller holds mu.
+func (u *UI) takeLines(all bool) []string {
+	lines := u.pending
+	if all && len(u.partial) > 0 {
+		lines = append(lines, sanitize(string(u.partial)))
+		u.partial = nil
+	}
+	if u.dropped > 0 {
+		lines = append([]string{fmt.Sprintf("(%d lines left out)", u.dropped)}, lines...)
+		u.dropped = 0
+	}
+	u.pending = nil
+	return lines
+}
+
+// printCmd prints the written lines above the view, or is nil.
+func (u *UI) printCmd(all bool) tea.Cmd {
+	u.mu.Lock()
+	lines := u.takeLines(all)
+	u.mu.Unlock()
+	if len(lines) == 0 {
 		return nil
 	}
-	if !closed {
-		u.program.Send(closeMsg{})
-	}
-	<-u.done
-	return u.err
+	return tea.Println(strings.Join(lines, "\n"))
 }
 
 // interrupt is the user asking to stop.

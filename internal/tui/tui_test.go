@@ -2,6 +2,7 @@ package tui
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -48,4 +49,42 @@ func TestCloseWithoutStart(t *testing.T) {
 	require.NoError(t, u.Close())
 	u.Start() // too late: draws nothing
 	require.Empty(t, out.String())
+}
+
+func TestWritePrintsAboveTheView(t *testing.T) {
+	var out bytes.Buffer
+	u := New(&out, []Run{{Label: "run 1/1"}}, Options{})
+	_, err := u.Write([]byte("step 1/2: FROM debian\nstep 2/2: \x1b[1mRUN\x1b[0m make"))
+	require.NoError(t, err)
+	u.Start()
+	_, err = u.Write([]byte("\nbuilt\nno newline yet"))
+	require.NoError(t, err)
+	u.Event(0, finished("ok", ""))
+	require.NoError(t, u.Close())
+	_, err = u.Write([]byte("after Close: \x1b[1mas is\x1b[0m\n"))
+	require.NoError(t, err)
+
+	got := ansi.Strip(out.String())
+	frame := strings.LastIndex(got, "chalk run:")
+	require.Positive(t, frame)
+	above := strings.ReplaceAll(got[:frame], "\r", "")
+	for _, want := range []string{"step 1/2: FROM debian\n", "step 2/2: RUN make\n", "built\n", "no newline yet\n"} {
+		require.Contains(t, above, want)
+	}
+	require.True(t, strings.Index(above, "step 1/2") < strings.Index(above, "built"), "in the order written")
+	require.True(t, strings.HasSuffix(out.String(), "after Close: \x1b[1mas is\x1b[0m\n"))
+}
+
+func TestWriteLeavesOutTheOldestOfAFlood(t *testing.T) {
+	var out bytes.Buffer
+	u := New(&out, nil, Options{})
+	for i := range maxPending + 100 {
+		_, _ = fmt.Fprintf(u, "line %d\n", i)
+	}
+	require.NoError(t, u.Close()) // never started: the lines go straight out
+	got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	require.Len(t, got, maxPending+1)
+	require.Equal(t, "(100 lines left out)", got[0])
+	require.Equal(t, "line 100", got[1])
+	require.Equal(t, fmt.Sprintf("line %d", maxPending+99), got[maxPending])
 }
