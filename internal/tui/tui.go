@@ -41,6 +41,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/term"
 
 	"github.com/chalk-rl/chalk/internal/transcript"
 )
@@ -59,7 +60,9 @@ type Run struct {
 
 // Options configure the view.
 type Options struct {
-	// Input is the keyboard (a terminal); nil reads no keys.
+	// Input is the keyboard (a terminal), put in raw mode while the view
+	// runs; nil reads no keys, and so does a file that is not a terminal
+	// (stdin redirected), which is left unread.
 	Input io.Reader
 	// Interrupt is called, on its own goroutine, when the user presses q
 	// or Ctrl-C in the view; it should stop the runs, whose run.finished
@@ -100,6 +103,9 @@ type UI struct {
 // New returns the view of runs on the terminal w. Nothing is drawn before
 // Start.
 func New(w io.Writer, runs []Run, opts Options) *UI {
+	if f, ok := opts.Input.(term.File); ok && !term.IsTerminal(f.Fd()) {
+		opts.Input = nil
+	}
 	u := &UI{w: w, opts: opts, now: time.Now, done: make(chan struct{})}
 	u.start = u.now()
 	for i, r := range runs {

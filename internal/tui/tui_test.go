@@ -3,6 +3,7 @@ package tui
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -87,4 +88,13 @@ func TestWriteLeavesOutTheOldestOfAFlood(t *testing.T) {
 	require.Equal(t, "(100 lines left out)", got[0])
 	require.Equal(t, "line 100", got[1])
 	require.Equal(t, fmt.Sprintf("line %d", maxPending+99), got[maxPending])
+}
+
+func TestInputThatIsNoTerminalIsNotRead(t *testing.T) {
+	f, err := os.Open(os.DevNull)
+	require.NoError(t, err)
+	defer f.Close()
+	u := New(&bytes.Buffer{}, []Run{{Label: "r"}}, Options{Input: f})
+	require.Nil(t, u.opts.Input)
+	require.NotContains(t, frame(u, 80, 24), "q or ctrl+c")
 }
