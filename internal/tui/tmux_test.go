@@ -82,7 +82,7 @@ func TestInTmux(t *testing.T) {
 	dir := t.TempDir()
 	p := &tmuxPane{t: t, tmux: tmux, sock: filepath.Join(dir, "tmux.sock")}
 	p.run("new-session", "-d", "-x", "120", "-y", "30", "-s", "demo",
-		"env "+demoEnv+"='"+dir+"' TERM=xterm-256color '"+exe+"'")
+		"env "+demoEnv+"='"+dir+"' '"+exe+"'")
 	t.Cleanup(func() { _ = exec.Command(tmux, "-S", p.sock, "kill-server").Run() })
 
 	// Three runs under way, each as a block: the sanitized output, the
