@@ -9,6 +9,7 @@
 #     pulled (machines with no registry)
 #   - installs podman and loads the same base image into it
 #   - installs chromium, for the browser tests of chalk view
+#   - installs tmux, for the terminal tests of chalk run's live view
 #   - builds the chalk binary (static) into ./bin/chalk
 set -euo pipefail
 
@@ -106,6 +107,12 @@ if ! command -v chromium >/dev/null 2>&1; then
 	apt_install chromium
 fi
 
-# 6. the chalk binary, static so it runs inside any sandbox.
+# 6. tmux, the terminal the tests of chalk run's live view draw in.
+if ! command -v tmux >/dev/null 2>&1; then
+	say "installing tmux"
+	apt_install tmux
+fi
+
+# 7. the chalk binary, static so it runs inside any sandbox.
 say "building bin/chalk"
 (cd "$root" && CGO_ENABLED=0 go build -trimpath -o bin/chalk ./cmd/chalk)
