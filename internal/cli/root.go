@@ -71,6 +71,14 @@ func (a *app) report(err error) int {
 	return hint.ExitCode(err)
 }
 
+// level is the log level -v asks for.
+func (a *app) level() slog.Level {
+	if a.verbose {
+		return slog.LevelDebug
+	}
+	return slog.LevelInfo
+}
+
 // usageError is a mistake in the command line.
 type usageError struct {
 	err  error
@@ -97,11 +105,7 @@ transcript and /out on the host.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
-			level := slog.LevelInfo
-			if a.verbose {
-				level = slog.LevelDebug
-			}
-			a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+			a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: a.level()}))
 			a.sweepBefore(cmd)
 		},
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"time"
 
@@ -30,6 +31,7 @@ func (a *app) runCommand() *cobra.Command {
 		count       int
 		parallel    int
 		asJSON      bool
+		plain       bool
 		o           run.Options
 	)
 	cmd := &cobra.Command{
@@ -92,10 +94,19 @@ forwarded from your shell into the sandbox.`,
 			if parallel < 1 {
 				parallel = min(count, 16)
 			}
+			ctx, cancel := context.WithCancel(cmd.Context())
+			defer cancel()
 			var show sink
 			switch {
 			case asJSON:
 				show = &jsonSink{w: a.stdout, ids: map[int]string{}}
+			case !plain && isTerminal(a.stderr):
+				ui := newTUISink(a.stderr, count, e.Name, a.stdin, cancel)
+				show = ui
+				// Everything else that would write to the terminal
+				// goes above the view.
+				o.BuildLog = ui.ui
+				o.Log = slog.New(slog.NewTextHandler(ui.ui, &slog.HandlerOptions{Level: a.level()}))
 			case count > 1:
 				show = &lineSink{w: a.stderr, n: count, ids: map[int]string{}, start: time.Now()}
 			default:
@@ -109,14 +120,17 @@ forwarded from your shell into the sandbox.`,
 				if o.KeepContainers || o.PrepareOnly {
 					return &usageError{err: errors.New("-n runs many sandboxes: --keep-containers and --prepare-only take one run"), help: "drop -n, or drop the flag"}
 				}
-				outs, wall, err := a.runMany(cmd.Context(), rt, o, count, parallel, show)
+				outs, wall, err := a.runMany(ctx, rt, o, count, parallel, show)
 				if err != nil {
 					return err
 				}
 				return a.manySummary(summaryTo, outs, wall)
 			}
 			o.Event = func(e transcript.Event) { show.event(0, e) }
-			res, err := run.Run(cmd.Context(), o)
+			res, err := run.Run(ctx, o)
+			if err != nil && res == nil {
+				show.event(0, transcript.Event{Type: transcript.RunFinished, Status: transcript.StatusError, Message: err.Error()})
+			}
 			show.close()
 			if res != nil && res.Dir != "" {
 				a.summary(summaryTo, rt, res)
@@ -136,6 +150,7 @@ forwarded from your shell into the sandbox.`,
 	f.IntVarP(&count, "n", "n", 1, "run the environment this many times, in parallel, with the disk budget split between them")
 	f.IntVar(&parallel, "parallel", 0, "with -n, at most this many runs at a time (default: all of them, up to 16)")
 	f.BoolVar(&asJSON, "json", false, "print every event as a JSON line on stdout, for scripts: {\"index\":N,\"run\":ID,\"event\":{...}}")
+	f.BoolVar(&plain, "plain", false, "print plain progress lines even when stderr is a terminal")
 	f.StringVar(&modelProxy, "model-proxy", os.Getenv(run.ModelProxyEnv), "the OpenAI-compatible model proxy the student calls through the harness (env "+run.ModelProxyEnv+"; its key from "+run.ModelKeyEnv+")")
 	f.StringVar(&o.RunsDir, "runs-dir", envOr("CHALK_RUNS_DIR", "runs"), "directory that gets one directory per run (env CHALK_RUNS_DIR)")
 	return cmd

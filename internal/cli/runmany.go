@@ -15,6 +15,8 @@ import (
 	"github.com/chalk-rl/chalk/internal/run"
 	"github.com/chalk-rl/chalk/internal/runtime"
 	"github.com/chalk-rl/chalk/internal/transcript"
+	"github.com/chalk-rl/chalk/internal/tui"
+	"github.com/charmbracelet/x/term"
 )
 
 // sink shows the events of one or many runs as they happen.
@@ -97,14 +99,17 @@ type outcome struct {
 func (a *app) runMany(ctx context.Context, rt runtime.Runtime, o run.Options, n, parallel int, show sink) ([]outcome, time.Duration, error) {
 	e := o.Env
 	if _, _, _, err := run.Build(ctx, rt, e, o.Rebuild, o.BuildLog); err != nil {
+		show.close()
 		return nil, 0, err
 	}
 	o.Rebuild = false
 	if err := os.MkdirAll(o.RunsDir, 0o755); err != nil {
+		show.close()
 		return nil, 0, fmt.Errorf("make the runs directory: %w", err)
 	}
 	budget, err := run.DiskBudget(o.RunsDir, e.Hardware.DiskBytes, n)
 	if err != nil {
+		show.close()
 		return nil, 0, err
 	}
 	o.DiskBytes = budget
@@ -192,4 +197,26 @@ func (a *app) manySummary(w io.Writer, outs []outcome, wall time.Duration) error
 			fmt.Sprintf("read their transcripts, or browse them with 'chalk view %s'", dir))
 	}
 	return nil
+}
+
+// tuiSink is the live terminal view.
+type tuiSink struct{ ui *tui.UI }
+
+func newTUISink(w io.Writer, n int, env string, in io.Reader, interrupt func()) *tuiSink {
+	runs := make([]tui.Run, n)
+	for i := range runs {
+		runs[i] = tui.Run{Label: fmt.Sprintf("run %d/%d", i+1, n), Environment: env}
+	}
+	ui := tui.New(w, runs, tui.Options{Input: in, Interrupt: interrupt})
+	ui.Start()
+	return &tuiSink{ui: ui}
+}
+
+func (s *tuiSink) event(i int, e transcript.Event) { s.ui.Event(i, e) }
+func (s *tuiSink) close()                          { _ = s.ui.Close() }
+
+// isTerminal says whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(f.Fd())
 }
