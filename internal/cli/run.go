@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -32,6 +33,8 @@ func (a *app) runCommand() *cobra.Command {
 		parallel    int
 		asJSON      bool
 		plain       bool
+		dev         bool
+		devMount    string
 		o           run.Options
 	)
 	cmd := &cobra.Command{
@@ -73,6 +76,15 @@ forwarded from your shell into the sandbox.`,
 			rt, err := a.pickRuntime(cmd.Context(), runtimeName)
 			if err != nil {
 				return err
+			}
+			if dev {
+				if !path.IsAbs(devMount) || path.Clean(devMount) == "/" {
+					return &usageError{err: fmt.Errorf("--dev-mount %q: give an absolute path other than /", devMount), help: "e.g. --dev-mount /env"}
+				}
+				o.DevMount = path.Clean(devMount)
+				if err := checkMounts(rt, []runtime.Mount{{Source: e.Dir, Target: o.DevMount, ReadOnly: true}}); err != nil {
+					return hint.Wrap(fmt.Errorf("--dev: %w", err), "drop --dev on this runtime, or pick one that mounts host directories")
+				}
 			}
 			if err := checkMounts(rt, o.Mounts); err != nil {
 				return err
@@ -150,6 +162,8 @@ forwarded from your shell into the sandbox.`,
 	f.IntVarP(&count, "n", "n", 1, "run the environment this many times, in parallel, with the disk budget split between them")
 	f.IntVar(&parallel, "parallel", 0, "with -n, at most this many runs at a time (default: all of them, up to 16)")
 	f.BoolVar(&asJSON, "json", false, "print every event as a JSON line on stdout, for scripts: {\"index\":N,\"run\":ID,\"event\":{...}}")
+	f.BoolVar(&dev, "dev", false, "for writing an environment: mount its directory live at --dev-mount and rebuild the image only when the Containerfile changes")
+	f.StringVar(&devMount, "dev-mount", "/env", "where --dev mounts the environment directory")
 	f.BoolVar(&plain, "plain", false, "print plain progress lines even when stderr is a terminal")
 	f.StringVar(&modelProxy, "model-proxy", os.Getenv(run.ModelProxyEnv), "the OpenAI-compatible model proxy the student calls through the harness (env "+run.ModelProxyEnv+"; its key from "+run.ModelKeyEnv+")")
 	f.StringVar(&o.RunsDir, "runs-dir", envOr("CHALK_RUNS_DIR", "runs"), "directory that gets one directory per run (env CHALK_RUNS_DIR)")

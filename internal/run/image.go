@@ -2,8 +2,13 @@ package run
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 
 	"github.com/chalk-rl/chalk/internal/env"
 	"github.com/chalk-rl/chalk/internal/runtime"
@@ -20,6 +25,22 @@ func ImageTag(e *env.Env) (string, error) {
 	return fmt.Sprintf("chalk-%s:%s", e.Name, h[:12]), nil
 }
 
+// DevTag is the image a --dev run uses: tagged by the Containerfile and
+// .dockerignore alone, so that editing any other file of the environment
+// (which a --dev run mounts live) does not rebuild it.
+func DevTag(e *env.Env) (string, error) {
+	h := sha256.New()
+	for _, p := range []string{e.Containerfile, filepath.Join(e.Dir, ".dockerignore")} {
+		b, err := os.ReadFile(p)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", filepath.Base(p), len(b))
+		h.Write(b)
+	}
+	return fmt.Sprintf("chalk-%s:dev-%s", e.Name, hex.EncodeToString(h.Sum(nil))[:12]), nil
+}
+
 // Build makes sure the environment's image exists on rt, building it when
 // it does not (or always, with force). It returns the tag, the image, and
 // whether it built. The build log streams to log.
@@ -28,6 +49,19 @@ func Build(ctx context.Context, rt runtime.Runtime, e *env.Env, force bool, log 
 	if err != nil {
 		return "", nil, false, err
 	}
+	return buildTag(ctx, rt, e, tag, force, log)
+}
+
+// BuildDev is Build for a --dev run: see DevTag.
+func BuildDev(ctx context.Context, rt runtime.Runtime, e *env.Env, force bool, log io.Writer) (string, *runtime.ImageInfo, bool, error) {
+	tag, err := DevTag(e)
+	if err != nil {
+		return "", nil, false, err
+	}
+	return buildTag(ctx, rt, e, tag, force, log)
+}
+
+func buildTag(ctx context.Context, rt runtime.Runtime, e *env.Env, tag string, force bool, log io.Writer) (string, *runtime.ImageInfo, bool, error) {
 	if !force {
 		info, err := rt.Image(ctx, tag)
 		if err != nil {
@@ -37,7 +71,7 @@ func Build(ctx context.Context, rt runtime.Runtime, e *env.Env, force bool, log 
 			return tag, info, false, nil
 		}
 	}
-	err = rt.Build(ctx, runtime.BuildRequest{
+	err := rt.Build(ctx, runtime.BuildRequest{
 		Dir:           e.Dir,
 		Containerfile: e.Containerfile,
 		Tag:           tag,

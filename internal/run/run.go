@@ -51,6 +51,10 @@ type Options struct {
 	// Model is the run's model proxy; the harness serves the student an
 	// endpoint that forwards to it.
 	Model *harness.ModelConfig
+	// DevMount, when set, makes a --dev run: the environment directory is
+	// mounted there, live and read-only, and the image is rebuilt only
+	// when the Containerfile changes.
+	DevMount string
 	// Unconfined runs the student with no limits or firewall: for the
 	// benchmark that measures what confinement adds, never from the CLI.
 	Unconfined bool
@@ -102,7 +106,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		o.Grace = 10 * time.Second
 	}
 	e, rt := o.Env, o.Runtime
-	tag, image, built, err := Build(ctx, rt, e, o.Rebuild, o.BuildLog)
+	build := Build
+	if o.DevMount != "" {
+		build = BuildDev
+		o.Mounts = append(o.Mounts, runtime.Mount{Source: e.Dir, Target: o.DevMount, ReadOnly: true})
+	}
+	tag, image, built, err := build(ctx, rt, e, o.Rebuild, o.BuildLog)
 	if err != nil {
 		return nil, err
 	}
