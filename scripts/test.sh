@@ -27,3 +27,9 @@ CI=${CI:-true} go test -count=1 -run '^$' -bench RunVsDocker -benchtime 10x ./in
 
 echo "==> benchmark: what confining the student adds to a run"
 CI=${CI:-true} go test -count=1 -run '^$' -bench Confinement -benchtime 10x ./internal/run/
+
+echo "==> benchmark: chalk run -n 8 against 8 runs one after another"
+CI=${CI:-true} go test -count=1 -run '^$' -bench ParallelRuns -benchtime 1x ./internal/cli/
+
+echo "==> benchmark: 100 MB of student stdout into the transcript against docker run"
+CI=${CI:-true} go test -count=1 -run '^$' -bench TranscriptThroughput -benchtime 2x ./internal/cli/
