@@ -1,7 +1,6 @@
 package cli_test
 
 import (
-	"bufio"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -119,28 +117,7 @@ command = ["true"]
 func killMidRun(t *testing.T, cmd *exec.Cmd, envName string) string {
 	t.Helper()
 	before := sandboxesOf(t, envName)
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	working := make(chan struct{})
-	var log strings.Builder
-	go func() {
-		s := bufio.NewScanner(stderr)
-		once := false
-		for s.Scan() {
-			log.WriteString(s.Text() + "\n")
-			if !once && strings.Contains(s.Text(), "student | working") {
-				once = true
-				close(working)
-			}
-		}
-	}()
-	select {
-	case <-working:
-	case <-time.After(3 * time.Minute):
-		t.Fatalf("the student never started; chalk said:\n%s", log.String())
-	}
+	startUntilWorking(t, cmd)
 	require.NoError(t, cmd.Process.Kill())
 	_ = cmd.Wait()
 	var left []string

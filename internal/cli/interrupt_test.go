@@ -35,39 +35,8 @@ command = ["/bin/sh", "-c", "echo the grader must not run; exit 1"]
 	runs := filepath.Join(dir, "runs")
 	cmd := exec.Command(bin, "run", "--runtime", "docker", "--runs-dir", runs, envDir)
 	cmd.Env = append(os.Environ(), "CHALK_HARNESS_BINARY="+bin)
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-
-	working := make(chan struct{})
-	var log strings.Builder
-	go func() {
-		s := bufio.NewScanner(stderr)
-		once := false
-		for s.Scan() {
-			log.WriteString(s.Text() + "\n")
-			if !once && strings.Contains(s.Text(), "student | working") {
-				once = true
-				close(working)
-			}
-		}
-	}()
-	select {
-	case <-working:
-	case <-time.After(3 * time.Minute):
-		t.Fatalf("the student never started; chalk said:\n%s", log.String())
-	}
-	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
-	select {
-	case err = <-waited:
-	case <-time.After(time.Minute):
-		t.Fatal("chalk did not exit after Ctrl-C")
-	}
-	var exit *exec.ExitError
-	require.ErrorAs(t, err, &exit)
+	log := startUntilWorking(t, cmd)
+	exit := interrupt(t, cmd)
 	require.Equal(t, 130, exit.ExitCode(), log.String())
 
 	out, err := exec.CommandContext(context.Background(), "docker", "ps", "-aq", "--filter", "label=dev.chalk.environment="+name).Output()
@@ -136,16 +105,7 @@ command = ["/bin/sh", "-c", "echo so far > /out/partial.txt; echo working; sleep
 	case <-time.After(3 * time.Minute):
 		t.Fatalf("the four students never all started; chalk said:\n%s", stderr.String())
 	}
-	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
-	select {
-	case err = <-waited:
-	case <-time.After(time.Minute):
-		t.Fatal("chalk did not exit after Ctrl-C")
-	}
-	var exit *exec.ExitError
-	require.ErrorAs(t, err, &exit)
+	exit := interrupt(t, cmd)
 	require.Equal(t, 130, exit.ExitCode(), stderr.String())
 	require.Contains(t, stderr.String(), "4 interrupted")
 
@@ -164,4 +124,50 @@ command = ["/bin/sh", "-c", "echo so far > /out/partial.txt; echo working; sleep
 		require.Equal(t, transcript.RunFinished, last.Type)
 		require.Equal(t, transcript.StatusInterrupted, last.Status)
 	}
+}
+
+// startUntilWorking starts cmd, a chalk run whose student prints
+// "working", and returns once it has, with what chalk has said so far.
+func startUntilWorking(t *testing.T, cmd *exec.Cmd) *strings.Builder {
+	t.Helper()
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	working := make(chan struct{})
+	var log strings.Builder
+	go func() {
+		s := bufio.NewScanner(stderr)
+		once := false
+		for s.Scan() {
+			log.WriteString(s.Text() + "\n")
+			if !once && strings.Contains(s.Text(), "student | working") {
+				once = true
+				close(working)
+			}
+		}
+	}()
+	select {
+	case <-working:
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("the student never started; chalk said:\n%s", log.String())
+	}
+	return &log
+}
+
+// interrupt sends cmd SIGINT, as Ctrl-C does, and waits for it to exit.
+func interrupt(t *testing.T, cmd *exec.Cmd) *exec.ExitError {
+	t.Helper()
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-waited:
+	case <-time.After(time.Minute):
+		t.Fatal("chalk did not exit after Ctrl-C")
+	}
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	return exit
 }

@@ -73,7 +73,7 @@ forwarded from your shell into the sandbox.`,
 					return err
 				}
 			}
-			rt, err := a.pickRuntime(cmd.Context(), runtimeName)
+			rt, err := a.pickRuntimeFor(cmd.Context(), runtimeName, false)
 			if err != nil {
 				return err
 			}

@@ -17,6 +17,12 @@ const runtimeFlagHelp = "runtime to use: firecracker, apple-container, modal, do
 // picked and why, and runs its preflight, stopping with the failed checks
 // and their fixes.
 func (a *app) pickRuntime(ctx context.Context, name string) (runtime.Runtime, error) {
+	return a.pickRuntimeFor(ctx, name, true)
+}
+
+// pickRuntimeFor is pickRuntime; without build, the build's own checks
+// wait until a build is needed.
+func (a *app) pickRuntimeFor(ctx context.Context, name string, build bool) (runtime.Runtime, error) {
 	why := "chosen with --runtime"
 	if name == "" {
 		name, why = registry.Default(runtime.RealHost())
@@ -27,7 +33,11 @@ func (a *app) pickRuntime(ctx context.Context, name string) (runtime.Runtime, er
 		return nil, &usageError{err: err, help: hint.Of(err)}
 	}
 	a.log.Info("runtime "+name, "why", why)
-	if failed := runtime.Failed(rt.Preflight(ctx)); len(failed) > 0 {
+	pctx := ctx
+	if !build {
+		pctx = runtime.WithoutBuildChecks(ctx)
+	}
+	if failed := runtime.Failed(rt.Preflight(pctx)); len(failed) > 0 {
 		return nil, preflightError(name, failed)
 	}
 	return rt, nil

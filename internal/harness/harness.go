@@ -104,9 +104,11 @@ func (h *Harness) Run(ctx context.Context) string {
 		return transcript.StatusError
 	}
 	defer func() {
+		start := time.Now()
 		if err := box.Teardown(); err != nil {
 			h.Log.Warn("undo the student's box", "err", err)
 		}
+		h.Log.Info("undid the student's box", "took", time.Since(start).Round(time.Millisecond), "setup", box.Setup.Round(time.Millisecond))
 	}()
 	h.emit(transcript.Event{Type: transcript.Confinement, Confinement: &transcript.ConfinementInfo{
 		UID: uid, MemoryBytes: c.Limits.MemoryBytes, Processes: c.Limits.Processes, DiskBytes: c.Limits.DiskBytes,

@@ -122,3 +122,19 @@ type Runtime interface {
 type Addresser interface {
 	Address(ctx context.Context, id string) (string, error)
 }
+
+type buildChecksKey struct{}
+
+// WithoutBuildChecks marks ctx for a preflight that leaves out the checks
+// only a build needs (docker's buildx, nerdctl's buildctl): a run whose
+// image exists needs none of them, and a runtime's Build makes those
+// checks itself before it builds.
+func WithoutBuildChecks(ctx context.Context) context.Context {
+	return context.WithValue(ctx, buildChecksKey{}, true)
+}
+
+// BuildChecksSkipped says whether ctx asks to leave the build's checks out.
+func BuildChecksSkipped(ctx context.Context) bool {
+	v, _ := ctx.Value(buildChecksKey{}).(bool)
+	return v
+}

@@ -42,7 +42,7 @@ func Steps(ctx context.Context, e *engine.Engine, more ...engine.Step) []runtime
 		{Name: "docker daemon answers", Run: func(ctx context.Context) runtime.Check {
 			return e.DaemonCheck(ctx, "version", "--format", "{{.Server.Version}}")
 		}},
-		{Name: "docker buildx is installed", Run: func(ctx context.Context) runtime.Check {
+		{Name: "docker buildx is installed", ForBuild: true, Run: func(ctx context.Context) runtime.Check {
 			return engine.CommandCheck(ctx, e.RuntimeName, "", BuildxFix, "docker", "buildx", "version")
 		}},
 	}

@@ -86,6 +86,9 @@ func lastLine(s string) string {
 type Step struct {
 	Name string
 	Run  func(ctx context.Context) runtime.Check
+	// ForBuild steps are left out of a preflight that asked for no build
+	// checks (runtime.WithoutBuildChecks); Build runs them.
+	ForBuild bool
 }
 
 // RunSteps runs steps in order. Once one fails, the rest are reported as
@@ -94,6 +97,9 @@ func RunSteps(ctx context.Context, runtimeName string, steps ...Step) []runtime.
 	var out []runtime.Check
 	failed := ""
 	for _, s := range steps {
+		if s.ForBuild && runtime.BuildChecksSkipped(ctx) {
+			continue
+		}
 		if failed != "" {
 			out = append(out, runtime.Check{Runtime: runtimeName, Name: s.Name, Status: runtime.Skip, Detail: "needs: " + failed})
 			continue

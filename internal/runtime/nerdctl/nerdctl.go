@@ -30,7 +30,7 @@ func New() *engine.Engine {
 			engine.Step{Name: "containerd answers", Run: func(ctx context.Context) runtime.Check {
 				return e.DaemonCheck(ctx, "version", "--format", "{{.Server.Version}}")
 			}},
-			engine.Step{Name: "buildctl is installed", Run: func(context.Context) runtime.Check {
+			engine.Step{Name: "buildctl is installed", ForBuild: true, Run: func(context.Context) runtime.Check {
 				return engine.BinaryCheck(Name, "buildctl", BuildctlFix)
 			}},
 		)
