@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/subtle"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -197,15 +196,4 @@ func (s *Stream) readAcks(ctx context.Context, cancel func(), c *websocket.Conn,
 			close(acked)
 		}
 	}
-}
-
-// Seq reads the sequence number of an encoded event.
-func Seq(line []byte) (int64, error) {
-	var e struct {
-		Seq int64 `json:"seq"`
-	}
-	if err := json.Unmarshal(line, &e); err != nil {
-		return 0, err
-	}
-	return e.Seq, nil
 }
