@@ -115,6 +115,7 @@ transcript and /out on the host.`,
 		a.harnessCommand(),
 		a.versionCommand(),
 		a.sandboxCommand(),
+		a.serverCommand(), a.tokenCommand(), a.loginCommand(), a.containerCommand(), a.imageCommand(), a.volumeCommand(), a.sessionCommand(),
 	)
 	return root
 }
