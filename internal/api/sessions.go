@@ -96,6 +96,8 @@ func (s *Server) proxySession(w http.ResponseWriter, r *http.Request, who store.
 	start := time.Now()
 	var stderr connectorErrors
 	stderr.conn, stderr.x = conn, x
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // after finish: ending ctx closes ws
 	ex := s.bridge(ctx, ws, x, &stderr, log)
 	if ex.Code != 0 && session.Refused(stderr.text()) {
 		ex.Kind = session.ErrNotListening
@@ -178,12 +180,11 @@ func waitExec(ctx context.Context, x *hostclass.Exec) (hostclass.ExecState, erro
 // bridge moves a session's bytes between ws and the process x until the
 // process ends or the client goes away, whichever is first; either way
 // the process and everything it started are killed. It returns the exit
-// to report.
+// to report. ctx must outlive the call until the exit is sent: ending it
+// closes ws.
 func (s *Server) bridge(ctx context.Context, ws *websocket.Conn, x *hostclass.Exec, stderr stderrSink, log interface {
 	Info(string, ...any)
 }) session.Exit {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	defer x.Close()
 	// A docker exec outlives its connection: kill it explicitly, so the
 	// session leaves nothing behind in the container.
@@ -221,7 +222,14 @@ func (s *Server) bridge(ctx context.Context, ws *websocket.Conn, x *hostclass.Ex
 		}
 	}()
 	out := &frameWriter{ws: ws, ctx: ctx, kind: session.KindData}
-	_ = x.Output(out, stderr)
+	var startErr *hostclass.StartError
+	if err := x.Output(out, stderr); errors.As(err, &startErr) {
+		if startErr.NotFound() {
+			return session.Exit{Code: 127, Error: "command not found in the container: " + startErr.Msg, Kind: session.ErrNotFound,
+				Hint: "check the command's name, or give its full path"}
+		}
+		return session.Exit{Code: 126, Error: "the command could not start: " + startErr.Msg, Kind: session.ErrFailed}
+	}
 	select {
 	case <-clientGone:
 		return session.Exit{Code: -1}
@@ -333,7 +341,7 @@ func (s *Server) execSession(w http.ResponseWriter, r *http.Request, who store.T
 		return
 	}
 	log := s.Log.With("owner", who.Owner, "container", c.ID, "kind", "exec", "tty", start.TTY)
-	x, err := s.Host.StartExec(ctx, c.EngineID, hostclass.ExecSpec{Cmd: start.Cmd, TTY: start.TTY, Env: start.Env})
+	x, err := s.Host.StartExec(ctx, c.EngineID, hostclass.ExecSpec{Cmd: start.Cmd, TTY: start.TTY, Env: start.Env, Cols: start.Cols, Rows: start.Rows})
 	if err != nil {
 		ex := session.Exit{Code: 126, Error: fmt.Sprintf("start %s in container %s: %v", start.Cmd[0], c.Name, err), Kind: session.ErrFailed}
 		if errors.Is(err, hostclass.ErrNoExecutable) {
@@ -348,6 +356,8 @@ func (s *Server) execSession(w http.ResponseWriter, r *http.Request, who store.T
 	}
 	log.Info("session opened", "cmd", start.Cmd[0])
 	begin := time.Now()
+	ctx, stop := context.WithCancel(ctx)
+	defer stop() // after finish: ending ctx closes ws
 	ex := s.bridge(ctx, ws, x, &frameWriter{ws: ws, ctx: ctx, kind: session.KindStderr}, log)
 	s.finish(ws, ex)
 	log.Info("session closed", "duration_ms", time.Since(begin).Milliseconds(), "exit", ex.Code)

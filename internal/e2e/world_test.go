@@ -309,3 +309,8 @@ func (w *world) waitNoProc(t testing.TB, id, prefix string) {
 }
 
 var goarch = runtime.GOARCH
+
+func readFile(p string) (string, error) {
+	b, err := os.ReadFile(p)
+	return string(b), err
+}

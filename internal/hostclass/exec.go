@@ -24,6 +24,8 @@ type ExecSpec struct {
 	TTY  bool
 	User string
 	Dir  string
+	// Cols and Rows are the terminal's first size (TTY only).
+	Cols, Rows int
 }
 
 // Exec is a process running inside a container, attached over one
@@ -116,6 +118,13 @@ func (h *Host) StartExec(ctx context.Context, engineID string, spec ExecSpec) (*
 	if spec.Dir != "" {
 		create["WorkingDir"] = spec.Dir
 	}
+	startBody := map[string]any{"Detach": false, "Tty": spec.TTY}
+	if spec.TTY && spec.Cols > 0 && spec.Rows > 0 {
+		// Daemons from API 1.42 size the terminal before the process
+		// starts; older ones ignore this and get a Resize right after.
+		size := []int{spec.Rows, spec.Cols}
+		create["ConsoleSize"], startBody["ConsoleSize"] = size, size
+	}
 	var created struct{ Id string }
 	if err := h.apiCall(ctx, "POST", "/containers/"+url.PathEscape(engineID)+"/exec", create, &created); err != nil {
 		return nil, err
@@ -124,7 +133,7 @@ func (h *Host) StartExec(ctx context.Context, engineID string, spec ExecSpec) (*
 	if err != nil {
 		return nil, fmt.Errorf("docker API: %w", err)
 	}
-	body, _ := json.Marshal(map[string]any{"Detach": false, "Tty": spec.TTY})
+	body, _ := json.Marshal(startBody)
 	req, _ := http.NewRequest("POST", "http://docker/exec/"+created.Id+"/start", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Connection", "Upgrade")
@@ -203,6 +212,7 @@ func (e *Exec) Output(stdout, stderr io.Writer) error {
 		}
 	}
 	var hdr [8]byte
+	first := true
 	for {
 		if _, err := io.ReadFull(e.br, hdr[:]); err != nil {
 			if errors.Is(err, io.EOF) {
@@ -211,6 +221,16 @@ func (e *Exec) Output(stdout, stderr io.Writer) error {
 			return ignoreClosed(err)
 		}
 		n := int(binary.BigEndian.Uint32(hdr[4:]))
+		if first && n < 4096 {
+			// When the process cannot start, the daemon says so as the
+			// stream's first and only output.
+			first = false
+			if p, err := e.br.Peek(n); err == nil && bytes.HasPrefix(p, []byte(startFailure)) {
+				msg := strings.TrimSpace(string(p))
+				_, _ = e.br.Discard(n)
+				return &StartError{Msg: msg}
+			}
+		}
 		w := stdout
 		switch hdr[0] {
 		case 2:
@@ -239,6 +259,18 @@ func (e *Exec) Output(stdout, stderr io.Writer) error {
 		}
 	}
 }
+
+// startFailure starts the daemon's report of a process that could not
+// start.
+const startFailure = "OCI runtime exec failed"
+
+// StartError is a process the daemon could not start.
+type StartError struct{ Msg string }
+
+func (e *StartError) Error() string { return e.Msg }
+
+// NotFound reports whether the program itself is missing.
+func (e *StartError) NotFound() bool { return notExecutable(e.Msg) }
 
 func ignoreClosed(err error) error {
 	if err == nil || errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrUnexpectedEOF) {

@@ -79,18 +79,19 @@ func waitExit(t *testing.T, x *Exec) ExecState {
 func TestExecMissingExecutable(t *testing.T) {
 	h, id := startBox(t)
 	x, err := h.StartExec(context.Background(), id, ExecSpec{Cmd: []string{"no-such-binary-here"}})
-	if err == nil {
-		// Some daemons report it only in the exit code.
-		var out bytes.Buffer
-		_ = x.Output(&out, &out)
-		st := waitExit(t, x)
-		if st.ExitCode != 126 && st.ExitCode != 127 {
-			t.Fatalf("exit %d, output %q: want 126 or 127", st.ExitCode, out.String())
+	if err != nil {
+		// Some daemons refuse it at once.
+		if !errors.Is(err, ErrNoExecutable) {
+			t.Fatalf("err = %v, want ErrNoExecutable", err)
 		}
 		return
 	}
-	if !errors.Is(err, ErrNoExecutable) {
-		t.Fatalf("err = %v, want ErrNoExecutable", err)
+	// Others report it as the stream's only output.
+	var out bytes.Buffer
+	err = x.Output(&out, &out)
+	var se *StartError
+	if !errors.As(err, &se) || !se.NotFound() || out.Len() != 0 {
+		t.Fatalf("Output: err %v, output %q: want a StartError for a missing program, and no output", err, out.String())
 	}
 }
 

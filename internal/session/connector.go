@@ -65,10 +65,13 @@ func (c Connector) Command(port int) []string {
 		return []string{"nc", "127.0.0.1", p}
 	case Bash:
 		// bash opens the connection itself; two cats move the bytes.
+		// The writer runs in the background, where bash would give it
+		// /dev/null for stdin: it reads a copy of stdin (fd 4) instead.
 		// When the port's side closes, the writer is killed so bash
 		// ends. bash cannot half-close a /dev/tcp socket.
 		return []string{"bash", "-c", `exec 3<>/dev/tcp/127.0.0.1/` + p + ` || exit 1
-cat >&3 &
+exec 4<&0
+cat <&4 >&3 &
 cat <&3
 kill $! 2>/dev/null
 exit 0`}
