@@ -254,7 +254,17 @@ func (w *world) box(t testing.TB, kind string, extra ...string) (name, id string
 		name = name[len(name)-50:]
 	}
 	name = strings.Trim(name, "-.")
-	args := append([]string{"container", "run", "--image", w.images[kind], "--name", name, "--compute-class", "host", "--lifetime", "10m"}, extra...)
+	boxMu.Lock()
+	boxCount[name]++
+	if n := boxCount[name]; n > 1 {
+		name = fmt.Sprintf("%s-%d", name, n)
+	}
+	boxMu.Unlock()
+	args := []string{"container", "run", "--name", name, "--compute-class", "host", "--lifetime", "10m"}
+	if kind != "" {
+		args = append(args, "--image", w.images[kind])
+	}
+	args = append(args, extra...)
 	id = strings.TrimSpace(w.mustChalk(t, w.alice, args...))
 	t.Cleanup(func() { w.chalk(t, w.alice, "", "container", "rm", id) })
 	return name, id
@@ -310,7 +320,19 @@ func (w *world) waitNoProc(t testing.TB, id, prefix string) {
 
 var goarch = runtime.GOARCH
 
+var (
+	boxMu    sync.Mutex
+	boxCount = map[string]int{}
+)
+
 func readFile(p string) (string, error) {
 	b, err := os.ReadFile(p)
 	return string(b), err
+}
+
+// command is the chalk binary with env, not yet started.
+func (w *world) command(env []string, args ...string) *exec.Cmd {
+	cmd := exec.Command(w.bin, args...)
+	cmd.Env = env
+	return cmd
 }
