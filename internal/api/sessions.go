@@ -3,6 +3,8 @@ package api
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"errors"
 	"fmt"
 	"net/http"
@@ -196,29 +198,11 @@ func (s *Server) bridge(ctx context.Context, ws *websocket.Conn, x *hostclass.Ex
 	clientGone := make(chan struct{})
 	go func() {
 		defer close(clientGone)
-		for {
-			_, msg, err := ws.Read(ctx)
-			if err != nil {
-				// The client left (or stopped answering): end the
-				// process now, which ends its output below.
-				_ = x.Kill(context.WithoutCancel(ctx))
-				x.Close()
-				return
-			}
-			if len(msg) == 0 {
-				continue
-			}
-			switch msg[0] {
-			case session.KindData:
-				_, _ = x.Write(msg[1:])
-			case session.KindCloseIn:
-				_ = x.CloseWrite()
-			case session.KindResize:
-				var rs session.Resize
-				if session.Decode(msg, &rs) == nil {
-					_ = x.Resize(ctx, rs.Cols, rs.Rows)
-				}
-			}
+		if err := s.readInput(ctx, ws, x); err != nil {
+			// The client left (or stopped answering): end the process
+			// now, which ends its output below.
+			_ = x.Kill(context.WithoutCancel(ctx))
+			x.Close()
 		}
 	}()
 	out := &frameWriter{ws: ws, ctx: ctx, kind: session.KindData}
@@ -242,6 +226,46 @@ func (s *Server) bridge(ctx context.Context, ws *websocket.Conn, x *hostclass.Ex
 		return session.Exit{Code: -1, Error: "the session's process: " + err.Error(), Kind: session.ErrFailed}
 	}
 	return session.Exit{Code: st.ExitCode}
+}
+
+// readInput passes the client's messages to x until the stream ends,
+// streaming data through one buffer.
+func (s *Server) readInput(ctx context.Context, ws *websocket.Conn, x *hostclass.Exec) error {
+	buf := make([]byte, 128<<10)
+	for {
+		_, r, err := ws.Reader(ctx)
+		if err != nil {
+			return err
+		}
+		var kind [1]byte
+		if _, err := io.ReadFull(r, kind[:]); err != nil {
+			continue
+		}
+		switch kind[0] {
+		case session.KindData:
+			// A process that stopped reading its input is not the
+			// session's end: keep draining, its output may go on.
+			for {
+				n, rerr := r.Read(buf)
+				if n > 0 {
+					_, _ = x.Write(buf[:n])
+				}
+				if rerr != nil {
+					break
+				}
+			}
+		case session.KindCloseIn:
+			_ = x.CloseWrite()
+		case session.KindResize:
+			data, _ := io.ReadAll(io.LimitReader(r, 4096))
+			var rs session.Resize
+			if json.Unmarshal(data, &rs) == nil {
+				_ = x.Resize(ctx, rs.Cols, rs.Rows)
+			}
+		default:
+			_, _ = io.Copy(io.Discard, r)
+		}
+	}
 }
 
 // finish sends the exit and closes the stream.

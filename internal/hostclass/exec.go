@@ -145,7 +145,7 @@ func (h *Host) StartExec(ctx context.Context, engineID string, spec ExecSpec) (*
 		conn.Close()
 		return nil, fmt.Errorf("docker API: start exec: %w", err)
 	}
-	br := bufio.NewReaderSize(conn, 32<<10)
+	br := bufio.NewReaderSize(conn, 128<<10)
 	resp, err := http.ReadResponse(br, req)
 	if err != nil {
 		conn.Close()
@@ -192,9 +192,9 @@ func (e *Exec) Close() error {
 
 // Output copies the process's stdout and stderr to the two writers until
 // the process closes them (with a terminal, everything is stdout). Each
-// write carries what the daemon delivered in one piece, at most 32 KiB.
+// write carries what the daemon delivered in one piece, at most 128 KiB.
 func (e *Exec) Output(stdout, stderr io.Writer) error {
-	buf := make([]byte, 32<<10)
+	buf := make([]byte, 128<<10)
 	if e.tty {
 		for {
 			n, err := e.br.Read(buf)

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -93,35 +94,48 @@ func pump(ctx context.Context, c *websocket.Conn, stdin io.Reader) {
 }
 
 // receive writes data to stdout and stderr until the Exit, which it
-// returns.
+// returns. Messages are streamed through one buffer, not each allocated.
 func receive(ctx context.Context, c *websocket.Conn, stdout, stderr io.Writer) (*Exit, error) {
+	buf := make([]byte, bufferSize)
 	for {
-		_, msg, err := c.Read(ctx)
+		_, r, err := c.Reader(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
 			return nil, lostError(err)
 		}
-		if len(msg) == 0 {
-			continue
+		var kind [1]byte
+		if _, err := io.ReadFull(r, kind[:]); err != nil {
+			continue // an empty message
 		}
-		switch msg[0] {
+		switch kind[0] {
 		case KindData:
-			if _, err := stdout.Write(msg[1:]); err != nil {
+			if _, err := io.CopyBuffer(onlyWriter{stdout}, onlyReader{r}, buf); err != nil {
 				return nil, fmt.Errorf("write output: %w", err)
 			}
 		case KindStderr:
-			_, _ = stderr.Write(msg[1:])
+			_, _ = io.CopyBuffer(onlyWriter{stderr}, onlyReader{r}, buf)
 		case KindExit:
 			var ex Exit
-			if err := Decode(msg, &ex); err != nil {
+			data, err := io.ReadAll(io.LimitReader(r, 64<<10))
+			if err == nil {
+				err = json.Unmarshal(data, &ex)
+			}
+			if err != nil {
 				return nil, fmt.Errorf("bad exit message from the server: %w", err)
 			}
 			return &ex, nil
+		default:
+			_, _ = io.Copy(io.Discard, r)
 		}
 	}
 }
+
+// onlyReader and onlyWriter hide ReadFrom/WriteTo so that io.CopyBuffer
+// uses the buffer it is given.
+type onlyReader struct{ io.Reader }
+type onlyWriter struct{ io.Writer }
 
 // LostError is a session whose stream broke before it ended.
 type LostError struct{ Err error }
