@@ -210,7 +210,10 @@ func (w *world) timeExecStream(b testing.TB, id string, n int, up bool) time.Dur
 
 type countingWriter int
 
-func (c *countingWriter) Write(p []byte) (int, error) { *c += countingWriter(len(p)); return len(p), nil }
+func (c *countingWriter) Write(p []byte) (int, error) {
+	*c += countingWriter(len(p))
+	return len(p), nil
+}
 
 // concurrent opens k sessions at once and echoes through each; it
 // returns how many failed.
