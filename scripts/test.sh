@@ -24,3 +24,6 @@ CI=${CI:-true} go test -count=1 -timeout 20m ./...
 
 echo "==> benchmark: chalk run against docker run --rm"
 CI=${CI:-true} go test -count=1 -run '^$' -bench RunVsDocker -benchtime 10x ./internal/cli/
+
+echo "==> benchmark: chalk session proxy against direct TCP to the same server"
+CI=${CI:-true} go test -count=1 -run '^$' -bench SessionProxy -benchtime 1x ./internal/e2e/
