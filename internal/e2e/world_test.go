@@ -137,7 +137,8 @@ func (w *world) start() error {
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: srv.Handler(), TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}}
+	hs := &http.Server{Handler: srv.Handler(), TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}},
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	rctx, cancel := context.WithCancel(ctx)
 	go srv.Run(rctx)
 	go hs.ServeTLS(ln, "", "")

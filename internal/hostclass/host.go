@@ -223,8 +223,10 @@ func (h *Host) Logs(ctx context.Context, engineID string, follow bool, tail stri
 	args = append(args, engineID)
 	var stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, h.Bin, args...)
-	cmd.Stdout = w
-	cmd.Stderr = &lockedWriter{w: w, tee: &stderr}
+	// Two copying goroutines, one writer: take turns.
+	var mu sync.Mutex
+	cmd.Stdout = &lockedWriter{mu: &mu, w: w}
+	cmd.Stderr = &lockedWriter{mu: &mu, w: w, tee: &stderr}
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -234,13 +236,19 @@ func (h *Host) Logs(ctx context.Context, engineID string, follow bool, tail stri
 	return nil
 }
 
+// lockedWriter serialises writes to w, keeping a copy in tee if set.
 type lockedWriter struct {
+	mu  *sync.Mutex
 	w   io.Writer
 	tee *bytes.Buffer
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.tee.Write(p)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.tee != nil && l.tee.Len() < 8<<10 {
+		l.tee.Write(p)
+	}
 	return l.w.Write(p)
 }
 
