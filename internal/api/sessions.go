@@ -243,10 +243,12 @@ func (s *Server) readInput(ctx context.Context, ws *websocket.Conn, x *hostclass
 		}
 		switch kind[0] {
 		case session.KindData:
-			// A process that stopped reading its input is not the
-			// session's end: keep draining, its output may go on.
+			// The whole message at once (TLS hands it over in 16 KiB
+			// records): fewer, larger writes to the daemon. A process
+			// that stopped reading its input is not the session's end:
+			// write errors are ignored, its output may go on.
 			for {
-				n, rerr := r.Read(buf)
+				n, rerr := io.ReadFull(r, buf)
 				if n > 0 {
 					_, _ = x.Write(buf[:n])
 				}

@@ -111,8 +111,17 @@ func receive(ctx context.Context, c *websocket.Conn, stdout, stderr io.Writer) (
 		}
 		switch kind[0] {
 		case KindData:
-			if _, err := io.CopyBuffer(onlyWriter{stdout}, onlyReader{r}, buf); err != nil {
-				return nil, fmt.Errorf("write output: %w", err)
+			// The whole message at once: fewer, larger writes.
+			for {
+				n, rerr := io.ReadFull(r, buf)
+				if n > 0 {
+					if _, err := stdout.Write(buf[:n]); err != nil {
+						return nil, fmt.Errorf("write output: %w", err)
+					}
+				}
+				if rerr != nil {
+					break
+				}
 			}
 		case KindStderr:
 			_, _ = io.CopyBuffer(onlyWriter{stderr}, onlyReader{r}, buf)
