@@ -10,6 +10,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/chalk-rl/chalk/internal/api/wire"
@@ -33,6 +34,46 @@ type Server struct {
 	// StopGrace is how long a stopping container's entrypoint has to exit
 	// after SIGTERM.
 	StopGrace time.Duration
+
+	mu       sync.Mutex
+	sessions map[*hostclass.Exec]struct{}
+}
+
+// track records a session's process while it runs; the returned func
+// forgets it.
+func (s *Server) track(x *hostclass.Exec) func() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sessions == nil {
+		s.sessions = map[*hostclass.Exec]struct{}{}
+	}
+	s.sessions[x] = struct{}{}
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.sessions, x)
+	}
+}
+
+// EndSessions kills the process of every open session and drops its
+// stream. Call it when the server stops: http.Server.Shutdown does not
+// touch upgraded connections, and a docker exec would outlive them.
+func (s *Server) EndSessions(ctx context.Context) {
+	s.mu.Lock()
+	xs := make([]*hostclass.Exec, 0, len(s.sessions))
+	for x := range s.sessions {
+		xs = append(xs, x)
+	}
+	s.mu.Unlock()
+	for _, x := range xs {
+		if err := x.Kill(ctx); err != nil {
+			s.Log.Warn("end session", "err", err)
+		}
+		x.Close()
+	}
+	if len(xs) > 0 {
+		s.Log.Info("ended open sessions", "count", len(xs))
+	}
 }
 
 // Defaults.

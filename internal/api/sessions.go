@@ -187,6 +187,7 @@ func waitExec(ctx context.Context, x *hostclass.Exec) (hostclass.ExecState, erro
 func (s *Server) bridge(ctx context.Context, ws *websocket.Conn, x *hostclass.Exec, stderr stderrSink, log interface {
 	Info(string, ...any)
 }) session.Exit {
+	defer s.track(x)()
 	defer x.Close()
 	// A docker exec outlives its connection: kill it explicitly, so the
 	// session leaves nothing behind in the container.

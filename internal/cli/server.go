@@ -92,6 +92,7 @@ fingerprint when it pins it. Logs are JSON lines on stderr.`,
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
 			_ = hs.Shutdown(sctx)
+			srv.EndSessions(sctx)
 			if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 				return err
 			}

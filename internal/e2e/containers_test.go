@@ -113,7 +113,25 @@ func TestRestartKeepsState(t *testing.T) {
 	long, longID := w.box(t, "bash")
 	short, shortID := w.box(t, "bash", "--lifetime", "3s")
 	shortEngine := w.engineID(t, shortID)
+	// A session open across the stop: its connector must not outlive
+	// the server.
+	proxy := w.command(w.env(w.alice), "session", "proxy", longID, "--port", "8080")
+	stdin, _ := proxy.StdinPipe()
+	if err := proxy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); _ = proxy.Process.Kill(); _ = proxy.Wait() }()
+	for i := 0; i < 50 && !w.hasProc(t, longID, "bash -c exec 3<>/dev/tcp"); i++ {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !w.hasProc(t, longID, "bash -c exec 3<>/dev/tcp") {
+		t.Fatalf("no connector while the session is open: %q", w.procs(t, longID))
+	}
+	longEngine := w.engineID(t, longID)
 	w.shutdown()
+	if out, _ := exec.Command("docker", "exec", longEngine, "ps", "-eo", "args").Output(); strings.Contains(string(out), "/dev/tcp") {
+		t.Fatalf("the session's connector outlived the server:\n%s", out)
+	}
 	// Down long enough for the short lifetime to end, with nobody to
 	// enforce it.
 	time.Sleep(4 * time.Second)

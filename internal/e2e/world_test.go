@@ -150,6 +150,7 @@ func (w *world) start() error {
 		sctx, c2 := context.WithTimeout(ctx, 3*time.Second)
 		defer c2()
 		_ = hs.Shutdown(sctx)
+		srv.EndSessions(sctx)
 		hs.Close()
 		st.Close()
 	}
