@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -9,8 +10,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-
-	"encoding/json"
 
 	"github.com/chalk-rl/chalk/internal/api/wire"
 	"github.com/chalk-rl/chalk/internal/hostclass"

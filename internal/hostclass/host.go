@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -123,17 +124,12 @@ func (h *Host) Run(ctx context.Context, s RunSpec) (string, error) {
 	for _, v := range s.Volumes {
 		spec.ExtraArgs = append(spec.ExtraArgs, "--mount", "type=volume,source="+v[0]+",target="+v[1])
 	}
-	if len(s.Entrypoint) > 0 {
-		spec.Entrypoint = s.Entrypoint
-	}
-	args := s.Command
-	if len(s.Entrypoint) > 0 {
-		// engine.Create passes Entrypoint[1:] as the command.
-		spec.Entrypoint = append([]string{s.Entrypoint[0]}, append(s.Entrypoint[1:], s.Command...)...)
-		args = nil
-	}
-	if len(args) > 0 {
-		return "", errors.New("a command needs --entrypoint")
+	switch {
+	case len(s.Entrypoint) > 0:
+		// engine.Create runs Entrypoint[0] with the rest as arguments.
+		spec.Entrypoint = append(slices.Clone(s.Entrypoint), s.Command...)
+	case len(s.Command) > 0:
+		return "", errors.New("a command needs an entrypoint")
 	}
 	id, err := h.Engine.Create(ctx, spec)
 	if err != nil {
