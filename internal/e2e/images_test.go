@@ -13,7 +13,7 @@ import (
 // own, copied in with their shared libraries (the host and the base
 // image are the same Debian release).
 //
-//	sshd  sshd (127.0.0.1:22, key auth for root), socat, ps, echoserver
+//	sshd  sshd (127.0.0.1:22, key auth for root), socat, rsync, ps, echoserver
 //	nc    OpenBSD nc, no socat, no bash
 //	bash  bash only (the base image's)
 //	none  no socat, nc or bash (sh remains)
@@ -94,7 +94,7 @@ func (w *world) buildImages(base string) error {
 		}
 	}
 	for dir, bins := range map[string][]string{
-		"sshd": {"/usr/sbin/sshd", "/usr/bin/socat", "/usr/lib/openssh/sftp-server"},
+		"sshd": {"/usr/sbin/sshd", "/usr/bin/socat", "/usr/lib/openssh/sftp-server", "/usr/bin/rsync"},
 		"nc":   {"/usr/bin/nc"},
 		"ps":   {"/usr/bin/ps"},
 	} {

@@ -101,6 +101,35 @@ func TestSCPBothWays(t *testing.T) {
 	w.waitNoProc(t, id, "socat")
 }
 
+// TestRsync: the seed's 'rsync -av ./src/ chalk-sbx-my-box:/workspace/src/'.
+func TestRsync(t *testing.T) {
+	w := setup(t)
+	name, _ := w.box(t, "sshd")
+	cfg, env := w.sshSetup(t)
+	src := filepath.Join(t.TempDir(), "src")
+	for _, f := range []string{"a.py", "pkg/b.py", "pkg/data.bin"} {
+		p := filepath.Join(src, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, bytes.Repeat([]byte(f), 10000), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	host := "chalk-sbx-" + name
+	sshCmd := "ssh " + strings.Join(w.sshArgs(cfg), " ")
+	run(t, env, "rsync", "-a", "-e", sshCmd, "--mkpath", src+"/", host+":/workspace/src/")
+	// A second run sends nothing: rsync compared both sides.
+	out := run(t, env, "rsync", "-a", "--stats", "-e", sshCmd, src+"/", host+":/workspace/src/")
+	if !strings.Contains(out, "Number of regular files transferred: 0") {
+		t.Fatalf("the second rsync transferred files:\n%s", out)
+	}
+	got := run(t, env, "ssh", append(w.sshArgs(cfg), host, "cat", "/workspace/src/pkg/b.py")...)
+	if got != strings.Repeat("pkg/b.py", 10000) {
+		t.Fatalf("the synced file has %d bytes", len(got))
+	}
+}
+
 func TestSSHPortForward(t *testing.T) {
 	w := setup(t)
 	name, _ := w.box(t, "sshd")

@@ -62,7 +62,7 @@ func setup(t testing.TB) *world {
 	t.Helper()
 	testenv.NeedDocker(t)
 	base := testenv.BaseImage(t)
-	for _, tool := range []string{"ssh", "scp", "ssh-keygen", "socat", "curl", "nc", "sshd"} {
+	for _, tool := range []string{"ssh", "scp", "ssh-keygen", "socat", "curl", "nc", "sshd", "rsync"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			if _, err2 := os.Stat("/usr/sbin/" + tool); err2 != nil {
 				skipOrFail(t, tool+" is not installed; run scripts/setup.sh")
