@@ -359,3 +359,40 @@ func TestSessionOnStoppedContainer(t *testing.T) {
 		t.Fatalf("exit %d stderr %q", code, errOut)
 	}
 }
+
+// TestProxyEndsWhenServiceCloses: the service closes first while the
+// client's stdin stays open; with socat (which reports the port's EOF) and
+// bash, the proxy ends on its own, with every byte delivered.
+func TestProxyEndsWhenServiceCloses(t *testing.T) {
+	w := setup(t)
+	for _, image := range []string{"sshd", "bash"} {
+		t.Run(image, func(t *testing.T) {
+			t.Parallel()
+			_, id := w.box(t, image)
+			cmd := w.command(w.env(w.alice), "session", "proxy", id, "--port", "7002")
+			stdin, _ := cmd.StdinPipe()
+			defer stdin.Close()
+			var out countingWriter
+			cmd.Stdout = &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// The source sends this much and closes; stdin stays open.
+			const n = 3 << 20
+			if _, err := io.WriteString(stdin, "3145728\n"); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				if err != nil || int(out) != n {
+					t.Fatalf("exit %v after %d bytes, want success after %d", err, out, n)
+				}
+			case <-time.After(30 * time.Second):
+				_ = cmd.Process.Kill()
+				t.Fatalf("the proxy did not end when the service closed (%d bytes so far)", out)
+			}
+		})
+	}
+}
