@@ -64,25 +64,38 @@ exec /usr/local/bin/echoserver 0.0.0.0
 
 func (w *world) buildImages(base string) error {
 	ctx := filepath.Join(w.dir, "images")
-	// The client's key, and the image's host key.
-	w.key = filepath.Join(w.dir, "id_ed25519")
-	for _, k := range []string{w.key, filepath.Join(ctx, "sshd", "etc", "ssh", "ssh_host_ed25519_key")} {
-		if err := os.MkdirAll(filepath.Dir(k), 0o700); err != nil {
+	// The client's key, and the image's host key: kept across runs, so
+	// that the build context, and with it docker's cache, stays the same
+	// and reruns leave no dangling images behind.
+	keys := filepath.Join(os.TempDir(), "chalk-e2e-keys")
+	w.key = filepath.Join(keys, "id_ed25519")
+	hostKey := filepath.Join(keys, "ssh_host_ed25519_key")
+	for _, k := range []string{w.key, hostKey} {
+		if _, err := os.Stat(k + ".pub"); err == nil {
+			continue
+		}
+		if err := os.MkdirAll(keys, 0o700); err != nil {
 			return err
 		}
+		os.Remove(k)
 		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", k).CombinedOutput(); err != nil {
 			return fmt.Errorf("ssh-keygen: %v\n%s", err, out)
 		}
+	}
+	hk, err := os.ReadFile(hostKey)
+	if err != nil {
+		return err
 	}
 	pub, err := os.ReadFile(w.key + ".pub")
 	if err != nil {
 		return err
 	}
 	files := map[string]string{
-		"Dockerfile":                     fmt.Sprintf(dockerfile, base),
-		"start.sh":                       startScript,
-		"sshd/etc/ssh/sshd_config":       sshdConfig,
-		"sshd/root/.ssh/authorized_keys": string(pub),
+		"Dockerfile":                        fmt.Sprintf(dockerfile, base),
+		"start.sh":                          startScript,
+		"sshd/etc/ssh/sshd_config":          sshdConfig,
+		"sshd/root/.ssh/authorized_keys":    string(pub),
+		"sshd/etc/ssh/ssh_host_ed25519_key": string(hk),
 	}
 	for name, content := range files {
 		p := filepath.Join(ctx, name)
