@@ -40,7 +40,7 @@ if ! command -v dockerd >/dev/null 2>&1; then
 	say "installing docker.io"
 	apt_install docker.io
 fi
-for tool in debootstrap:debootstrap socat:socat ps:procps; do
+for tool in debootstrap:debootstrap socat:socat ps:procps nc:netcat-openbsd ssh:openssh-client sshd:openssh-server curl:curl rsync:rsync; do
 	command -v "${tool%%:*}" >/dev/null 2>&1 || { say "installing ${tool#*:}"; apt_install "${tool#*:}"; }
 done
 if ! docker info >/dev/null 2>&1; then

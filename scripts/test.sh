@@ -33,3 +33,6 @@ CI=${CI:-true} go test -count=1 -run '^$' -bench ParallelRuns -benchtime 1x ./in
 
 echo "==> benchmark: 100 MB of student stdout into the transcript against docker run"
 CI=${CI:-true} go test -count=1 -run '^$' -bench TranscriptThroughput -benchtime 2x ./internal/cli/
+
+echo "==> benchmark: chalk session proxy against direct TCP to the same server"
+CI=${CI:-true} go test -count=1 -run '^$' -bench SessionProxy -benchtime 1x ./internal/e2e/

@@ -124,6 +124,13 @@ transcript and /out on the host.`,
 		a.modelProxyCommand(),
 		a.viewCommand(),
 		a.gcCommand(),
+		a.serverCommand(),
+		a.tokenCommand(),
+		a.loginCommand(),
+		a.containerCommand(),
+		a.imageCommand(),
+		a.volumeCommand(),
+		a.sessionCommand(),
 	)
 	return root
 }
