@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -199,6 +200,7 @@ type testNetwork struct {
 	gateway      string
 	metadata     string
 	private      string
+	public       string // from TEST-NET-3, reserved for documentation: never routed anywhere
 }
 
 func newTestNetwork(t *testing.T) testNetwork {
@@ -210,6 +212,7 @@ func newTestNetwork(t *testing.T) testNetwork {
 		name: "chalk-test-" + id, bridge: "chk" + id,
 		gateway: fmt.Sprintf("10.213.%d.1", int(b[0])%250+1), metadata: "169.254.169.254",
 		private: fmt.Sprintf("192.168.213.%d", int(b[1])%250+1),
+		public:  fmt.Sprintf("203.0.113.%d", int(b[2])%250+1),
 	}
 	subnet := strings.TrimSuffix(n.gateway, ".1") + ".0/24"
 	out, err := exec.Command("docker", "network", "create", "--subnet", subnet, "--gateway", n.gateway,
@@ -217,7 +220,7 @@ func newTestNetwork(t *testing.T) testNetwork {
 		"-o", "com.docker.network.bridge.enable_ip_masquerade=false", n.name).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	t.Cleanup(func() { _ = exec.Command("docker", "network", "rm", n.name).Run() })
-	for _, a := range []string{n.metadata, n.private} {
+	for _, a := range []string{n.metadata, n.private, n.public} {
 		out, err := exec.Command("ip", "addr", "add", a+"/32", "dev", n.bridge).CombinedOutput()
 		require.NoError(t, err, "%s", out)
 	}
@@ -414,4 +417,52 @@ func TestCheckConfinementWithoutPrivileges(t *testing.T) {
 		require.NotEmpty(t, cs[name]["reason"])
 	}
 	require.Equal(t, "fail", cs["firewall"]["status"])
+}
+
+// Each network policy, attacked: the same targets, answered on this
+// machine, reached or refused as docs/confinement.md says.
+func TestNetworkPolicies(t *testing.T) {
+	rt := docker(t)
+	tn := newTestNetwork(t)
+	target, err := net.Listen("tcp", "0.0.0.0:0")
+	require.NoError(t, err)
+	defer target.Close()
+	go func() {
+		for {
+			c, err := target.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	port := target.Addr().(*net.TCPAddr).Port
+	student := fmt.Sprintf(`p() { if /.chalk/chalk check probe connect "$2" > /tmp/p.$$ 2>&1; then echo "$1: allowed"; else echo "$1: refused"; fi; }
+p metadata %s:%d
+p private %s:%d
+p public %s:%d
+p gateway %s:%d
+`, tn.metadata, port, tn.private, port, tn.public, port, tn.gateway, port)
+	e := environment(t, "", student, "true")
+	for _, tc := range []struct {
+		policy  string
+		allowed []string
+	}{
+		{"proxy", nil},
+		{"none", nil},
+		{"internal", []string{"private"}},
+		{"public", []string{"public"}},
+	} {
+		t.Run(tc.policy, func(t *testing.T) {
+			o := runIt(t, rt, e, run.Options{Network: tc.policy, ExtraArgs: []string{"--network", tn.name}})
+			out := o.output("student")
+			for _, name := range []string{"metadata", "private", "public", "gateway"} {
+				want := "refused"
+				if slices.Contains(tc.allowed, name) {
+					want = "allowed"
+				}
+				require.Contains(t, out, name+": "+want, "policy %s:\n%s", tc.policy, out)
+			}
+		})
+	}
 }

@@ -131,14 +131,20 @@ func (f *follower) session(ctx context.Context, ip string) (bool, error) {
 		return ack()
 	}
 	n := 0
+	var buf bytes.Buffer // reused: output events can be a megabyte each
 	for {
-		_, data, err := c.Read(ctx)
+		_, rd, err := c.Reader(ctx)
 		if err != nil {
 			if websocket.CloseStatus(err) == websocket.StatusNormalClosure {
 				return true, nil
 			}
 			return false, err
 		}
+		buf.Reset()
+		if _, err := buf.ReadFrom(rd); err != nil {
+			return false, err
+		}
+		data := buf.Bytes()
 		f.take(data)
 		n++
 		if drop := f.r.o.FaultDropStreamEvery; drop > 0 && n%drop == 0 {

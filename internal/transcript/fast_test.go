@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -61,4 +62,50 @@ func FuzzMarshalOutput(f *testing.F) {
 			t.Fatalf("fast %s\njson %s", fast, slow)
 		}
 	})
+}
+
+// EmitRaw renumbers an encoded event and writes the rest as it is.
+func TestEmitRaw(t *testing.T) {
+	var buf strings.Builder
+	w := NewWriter(&buf)
+	if err := w.Emit(Event{Type: Note, Message: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{
+		`{"v":1,"seq":41,"time":"2026-01-01T00:00:00Z","type":"output","process":"student","stream":"stdout","text":"a"}`,
+		`{"v":1,"seq":42,"time":"2026-01-01T00:00:00Z","type":"output","process":"student","stream":"stdout","text":"` + strings.Repeat("b", 10000) + `"}` + "\n",
+	} {
+		h, ok := ReadHeader([]byte(line))
+		if !ok || h.Type != Output || h.Process != "student" || h.Stream != "stdout" {
+			t.Fatalf("header %+v %v", h, ok)
+		}
+		if _, err := w.EmitRaw([]byte(line)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.EmitRaw([]byte(`{"type":"note"}`)); err == nil {
+		t.Fatal("a line of another shape was taken")
+	}
+	events, err := readAll(buf.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 3 || events[1].Seq != 2 || events[2].Seq != 3 || events[1].Text != "a" || len(events[2].Text) != 10000 {
+		t.Fatalf("%+v", events)
+	}
+}
+
+func readAll(s string) ([]Event, error) {
+	r := NewReader(strings.NewReader(s))
+	var out []Event
+	for {
+		e, err := r.Next()
+		if err != nil {
+			if err.Error() == "EOF" {
+				return out, nil
+			}
+			return nil, err
+		}
+		out = append(out, e)
+	}
 }

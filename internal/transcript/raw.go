@@ -73,15 +73,28 @@ func (t *Writer) EmitRaw(line []byte) (int64, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.seq++
-	out := make([]byte, 0, len(line)+8)
-	out = append(out, rawPrefix...)
-	out = strconv.AppendInt(out, t.seq, 10)
-	out = append(out, rest[i:]...)
-	if out[len(out)-1] != '\n' {
-		out = append(out, '\n')
+	// The new head, then the rest as it is: no copy of a large body.
+	head := make([]byte, 0, len(rawPrefix)+20)
+	head = append(head, rawPrefix...)
+	head = strconv.AppendInt(head, t.seq, 10)
+	body := rest[i:]
+	newline := body[len(body)-1] != '\n'
+	if !newline && len(body) < 4096 {
+		head = append(append(head, body...), '\n')
+		body = nil
 	}
-	if _, err := t.w.Write(out); err != nil {
-		return t.seq, err
+	for _, b := range [][]byte{head, body} {
+		if len(b) == 0 {
+			continue
+		}
+		if _, err := t.w.Write(b); err != nil {
+			return t.seq, err
+		}
+	}
+	if newline && body != nil {
+		if _, err := t.w.Write([]byte{'\n'}); err != nil {
+			return t.seq, err
+		}
 	}
 	return t.seq, nil
 }
