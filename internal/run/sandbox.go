@@ -77,7 +77,9 @@ func (r *runner) start(ctx context.Context) {
 	r.exitCode, r.startErr = r.rt.Start(startCtx, r.res.SandboxID, stdout, stderr)
 	stopFollowing()
 	<-followed
-	f.fromLog()
+	if r.finished == nil { // the stream did not deliver everything
+		f.fromLog()
+	}
 	close(stopped)
 	<-watched
 	if interrupted.Load() {

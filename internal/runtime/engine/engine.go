@@ -245,9 +245,13 @@ func (e *Engine) Start(ctx context.Context, id string, stdout, stderr io.Writer)
 		_ = cmd.Process.Kill()
 		<-done
 		return -1, ctx.Err()
-	case <-done:
+	case err := <-done:
+		if err == nil {
+			// The client exits 0 only when the entrypoint did.
+			return 0, nil
+		}
 	}
-	// The client's own exit status mixes its failures with the
+	// Otherwise the client's own exit status mixes its failures with the
 	// entrypoint's; ask the engine what the entrypoint did.
 	st, err := e.state(context.WithoutCancel(ctx), id)
 	if err != nil {
