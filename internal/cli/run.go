@@ -73,6 +73,18 @@ forwarded from your shell into the sandbox.`,
 					return err
 				}
 			}
+			if runtimeName == "" {
+				// Tasks whose hardware passes devices through (a GPU) run
+				// under docker: ask the hardware plugin before the default
+				// is taken.
+				def, _ := registry.Default(runtime.RealHost())
+				if hw, err := pluginHardware(cmd.Context(), e, def); err != nil {
+					return err
+				} else if hw.Passthrough() {
+					runtimeName = "docker"
+					a.runtimeWhy = fmt.Sprintf("the task's hardware %q passes devices through, and such tasks run under docker", hw.Name)
+				}
+			}
 			rt, err := a.pickRuntimeFor(cmd.Context(), runtimeName, false)
 			if err != nil {
 				return err
@@ -174,11 +186,7 @@ forwarded from your shell into the sandbox.`,
 // hardware and the container_run_args plugin for its engine flags, so
 // that a broken plugin stops the run before any sandbox starts.
 func applyPlugins(ctx context.Context, e *env.Env, rt runtime.Runtime, o *run.Options) error {
-	wd, err := os.Getwd()
-	if err != nil {
-		return err
-	}
-	plugins, err := plugin.Load(wd)
+	plugins, err := loadPlugins()
 	if err != nil {
 		return err
 	}
@@ -197,6 +205,25 @@ func applyPlugins(ctx context.Context, e *env.Env, rt runtime.Runtime, o *run.Op
 	e.Hardware = hw.Env()
 	o.ExtraArgs = append(o.ExtraArgs, args...)
 	return nil
+}
+
+// loadPlugins reads the plugins configured for the working directory.
+func loadPlugins() (*plugin.Plugins, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	return plugin.Load(wd)
+}
+
+// pluginHardware asks the hardware plugin, if any, for the task's
+// hardware on runtime rt.
+func pluginHardware(ctx context.Context, e *env.Env, rt string) (plugin.Hardware, error) {
+	plugins, err := loadPlugins()
+	if err != nil {
+		return plugin.Hardware{}, err
+	}
+	return plugins.Hardware(ctx, plugin.Request{Environment: e.Name, EnvironmentDir: e.Dir, Hardware: e.Hardware, Runtime: rt})
 }
 
 func envOr(k, def string) string {

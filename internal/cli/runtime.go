@@ -24,6 +24,9 @@ func (a *app) pickRuntime(ctx context.Context, name string) (runtime.Runtime, er
 // wait until a build is needed.
 func (a *app) pickRuntimeFor(ctx context.Context, name string, build bool) (runtime.Runtime, error) {
 	why := "chosen with --runtime"
+	if a.runtimeWhy != "" {
+		why = a.runtimeWhy
+	}
 	if name == "" {
 		name, why = registry.Default(runtime.RealHost())
 		why += "; pass --runtime to choose another"
