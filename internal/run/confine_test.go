@@ -250,19 +250,7 @@ func TestAttackNetworkAndHarness(t *testing.T) {
 	rt := docker(t)
 	tn := newTestNetwork(t)
 	// One listener on every address of this host: the targets.
-	target, err := net.Listen("tcp", "0.0.0.0:0")
-	require.NoError(t, err)
-	defer target.Close()
-	go func() {
-		for {
-			c, err := target.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	port := target.Addr().(*net.TCPAddr).Port
+	port := answerEverywhere(t)
 	// The model proxy, on the test network's gateway.
 	proxy := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -424,19 +412,7 @@ func TestCheckConfinementWithoutPrivileges(t *testing.T) {
 func TestNetworkPolicies(t *testing.T) {
 	rt := docker(t)
 	tn := newTestNetwork(t)
-	target, err := net.Listen("tcp", "0.0.0.0:0")
-	require.NoError(t, err)
-	defer target.Close()
-	go func() {
-		for {
-			c, err := target.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	port := target.Addr().(*net.TCPAddr).Port
+	port := answerEverywhere(t)
 	student := fmt.Sprintf(`p() { if /.chalk/chalk check probe connect "$2" > /tmp/p.$$ 2>&1; then echo "$1: allowed"; else echo "$1: refused"; fi; }
 p metadata %s:%d
 p private %s:%d
@@ -465,4 +441,24 @@ p gateway %s:%d
 			}
 		})
 	}
+}
+
+// answerEverywhere listens on every address of this machine, accepting
+// and closing each connection: the targets the student attacks. It
+// returns the port.
+func answerEverywhere(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "0.0.0.0:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
 }
