@@ -2,6 +2,7 @@ package cli
 
 import (
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,6 +23,12 @@ func (a *app) harnessCommand() *cobra.Command {
 			cfg, err := harness.ReadConfig(args[0])
 			if err != nil {
 				return err
+			}
+			// The config may hold the model proxy's key: once read, it
+			// need not stay on any disk, not even if chalk on the host is
+			// killed and never cleans the run's directory.
+			if err := os.Remove(args[0]); err != nil {
+				log.Warn("remove the run's config after reading it", "err", err)
 			}
 			stream, err := harness.NewStream(harness.EventLog)
 			if err != nil {

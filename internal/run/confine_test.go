@@ -295,7 +295,7 @@ echo "model: $(head -1 <&3)"
 `
 	// The grader is root: nothing filters it, so it shows each target
 	// answers.
-	grader := probes + attack.String()
+	grader := probes + attack.String() + "[ -e /.chalk/run/config.json ] && echo config-present || echo config-gone\n"
 	e := environment(t, "", student, grader)
 	o := runIt(t, rt, e, run.Options{
 		ExtraArgs: []string{"--network", tn.name},
@@ -316,6 +316,7 @@ echo "model: $(head -1 <&3)"
 	require.Contains(t, out, "run-config: refused: refused: open /.chalk/run/config.json: permission denied")
 	require.Contains(t, out, "userns: refused: refused: fork/exec /proc/self/exe: operation not permitted")
 	require.Contains(t, out, "model: HTTP/1.0 200 OK", "the student reaches the model proxy through the harness")
+	require.Contains(t, gout, "config-gone", "the harness removes the run's config, and the key in it, once read")
 	var call *transcript.ModelCallInfo
 	for _, e := range o.events {
 		if e.Type == transcript.ModelCall {
