@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chalk-rl/chalk/internal/hint"
+	"github.com/chalk-rl/chalk/internal/run"
 	"github.com/chalk-rl/chalk/internal/view"
 )
 
@@ -51,7 +52,7 @@ address. Anyone who can reach the address can read the runs.`,
 				return hint.Wrap(fmt.Errorf("listen on %s: %w", addr, err),
 					"pick another address with --listen, e.g. --listen 127.0.0.1:0 for a free port")
 			}
-			s, err := view.New(dir, view.Options{Host: host, Log: a.log})
+			s, err := view.New(dir, view.Options{Host: host, Log: a.log, OwnerGone: run.OwnerGone})
 			if err != nil {
 				ln.Close()
 				return err

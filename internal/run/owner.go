@@ -3,6 +3,7 @@ package run
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -101,4 +102,17 @@ func ownerDead(o OwnerID, host string, p proc) (dead bool, why string) {
 		return true, fmt.Sprintf("its chalk (pid %d) is no longer running; pid %d is now another process", o.PID, o.PID)
 	}
 	return false, fmt.Sprintf("its chalk (pid %d) is still running", o.PID)
+}
+
+// OwnerGone says whether the chalk process an owner label names (a run's
+// run.started records it) has ended without the run's end being written:
+// true only when that is certain (the label is of this host and its
+// process is gone), with the reason.
+func OwnerGone(label string) (bool, string) {
+	o, err := ParseOwner(label)
+	if err != nil {
+		return false, ""
+	}
+	host, _ := os.Hostname()
+	return ownerDead(o, host, lookupProc(o.PID))
 }

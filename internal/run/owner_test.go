@@ -143,3 +143,15 @@ func TestSweepDue(t *testing.T) {
 	require.True(t, SweepDue(stamp, 10*time.Minute, now.Add(11*time.Minute)), "swept eleven minutes ago")
 	require.True(t, SweepDue(stamp, 10*time.Minute, now.Add(-time.Hour)), "a stamp in the future (the clock went back) does not stop the sweep")
 }
+
+func TestOwnerGone(t *testing.T) {
+	host, _ := os.Hostname()
+	gone, _ := OwnerGone(Owner())
+	require.False(t, gone, "this very process is not gone")
+	gone, why := OwnerGone(FormatOwner(host, 1<<22+12345))
+	require.True(t, gone, why)
+	gone, _ = OwnerGone("another-host/1/1")
+	require.False(t, gone, "another host's process is never judged from here")
+	gone, _ = OwnerGone("not a label")
+	require.False(t, gone)
+}

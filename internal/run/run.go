@@ -155,7 +155,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	r.emit(transcript.Event{Type: transcript.RunStarted, Run: &transcript.RunInfo{
 		ID: id, Environment: e.Name, Image: tag, Runtime: rt.Name(), Hardware: e.Hardware.Name,
 		CPUs: e.Hardware.CPUs, MemoryBytes: e.Hardware.MemoryBytes, StudentMemoryBytes: e.StudentMemoryBytes(),
-		StudentDiskBytes: o.DiskBytes, StudentProcesses: confine.DefaultProcesses, Network: o.Network,
+		StudentDiskBytes: o.DiskBytes, StudentProcesses: confine.DefaultProcesses, Network: o.Network, Owner: Owner(),
 	}})
 	if err := r.writeConfig(); err != nil {
 		return r.fail(err)

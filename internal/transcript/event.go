@@ -106,6 +106,9 @@ type RunInfo struct {
 	// StudentDiskBytes is the student's disk budget, StudentProcesses its
 	// process limit, Network its network policy. How each is enforced is
 	// known inside the sandbox: see the confinement event.
+	// Owner is the chalk process that runs it (HOST/PID/START), so that
+	// a reader can tell a run still going from one whose chalk was killed.
+	Owner            string `json:"owner,omitempty"`
 	StudentDiskBytes int64  `json:"student_disk_bytes,omitempty"`
 	StudentProcesses int    `json:"student_processes,omitempty"`
 	Network          string `json:"network,omitempty"`

@@ -20,6 +20,10 @@ const TranscriptName = "transcript.jsonl"
 // run.finished yet.
 const StatusRunning = "running"
 
+// StatusAbandoned is the status of a run without run.finished whose chalk
+// process is gone: killed before it could write the end.
+const StatusAbandoned = "abandoned"
+
 // Summary is what the list of runs shows about one run.
 type Summary struct {
 	Name        string // the run directory's name: TIME-ID
@@ -71,8 +75,9 @@ func (s *Summary) add(e transcript.Event) {
 // read up to, so that a growing transcript is only read from where it was
 // left.
 type summaries struct {
-	mu sync.Mutex
-	m  map[string]*cached
+	mu        sync.Mutex
+	m         map[string]*cached
+	ownerGone func(owner string) (bool, string)
 }
 
 type cached struct {
@@ -116,6 +121,11 @@ func (c *summaries) get(root *os.Root, name string) Summary {
 	s := ent.sum
 	if s.Status == "" {
 		s.Status = StatusRunning
+		if s.Info != nil && s.Info.Owner != "" && c.ownerGone != nil {
+			if gone, why := c.ownerGone(s.Info.Owner); gone {
+				s.Status, s.Message = StatusAbandoned, "the run never finished: "+why
+			}
+		}
 	}
 	return s
 }

@@ -51,6 +51,10 @@ type Options struct {
 	// web page cannot reach the server through a name it controls.
 	Host string
 	Log  *slog.Logger
+	// OwnerGone, when set, says whether the chalk process that ran a run
+	// (its run.started's owner) is gone: a run without run.finished whose
+	// chalk is gone is shown abandoned, not running.
+	OwnerGone func(owner string) (bool, string)
 }
 
 // New returns a server for the runs in dir, which must exist.
@@ -68,6 +72,7 @@ func New(dir string, o Options) (*Server, error) {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{dir: dir, root: root, log: o.Log, tmpl: t, now: time.Now, hosts: map[string]bool{"localhost": true}}
+	s.sums.ownerGone = o.OwnerGone
 	if o.Host != "" {
 		s.hosts[strings.ToLower(o.Host)] = true
 	}

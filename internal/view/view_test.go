@@ -3,6 +3,7 @@ package view
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -257,4 +258,33 @@ func TestOtherHostNamesAreRefused(t *testing.T) {
 		resp.Body.Close()
 		assert.Equal(t, want, resp.StatusCode, host)
 	}
+}
+
+// A run without run.finished whose chalk is gone is abandoned, not
+// running; one whose chalk lives is still running.
+func TestListTellsAbandonedRunsFromRunningOnes(t *testing.T) {
+	runs := t.TempDir()
+	gone := started("dddd0004", "killed", "docker")
+	gone.Run.Owner = "host/100/1"
+	live := started("eeee0005", "alive", "docker")
+	live.Run.Owner = "host/200/1"
+	testRun(t, runs, "20300102T030405Z-dddd0004", t0, gone, output("student", "stdout", "hi\n"))
+	testRun(t, runs, "20300102T040405Z-eeee0005", t0.Add(time.Hour), live, output("student", "stdout", "hi\n"))
+	s, err := New(runs, Options{OwnerGone: func(owner string) (bool, string) {
+		return owner == "host/100/1", "its chalk (pid 100) is no longer running"
+	}})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	_, body := get(t, ts.URL+"/")
+	i, j := strings.Index(body, "dddd0004"), strings.Index(body, "eeee0005")
+	require.True(t, i > 0 && j > 0, body)
+	rowOf := func(at int) string {
+		start := strings.LastIndex(body[:at], "<tr")
+		end := strings.Index(body[at:], "</tr>") + at
+		return body[start:end]
+	}
+	assert.Contains(t, rowOf(i), StatusAbandoned)
+	assert.Contains(t, rowOf(j), ">running<")
 }
