@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -334,8 +335,13 @@ func cgroupMounts() ([]cgroupMount, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return parseMountinfo(f)
+}
+
+// parseMountinfo reads the cgroup filesystems from a mountinfo file.
+func parseMountinfo(r io.Reader) ([]cgroupMount, error) {
 	var out []cgroupMount
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		// id parent maj:min root point options [optional...] - type source superoptions
 		pre, post, ok := strings.Cut(sc.Text(), " - ")
@@ -374,6 +380,11 @@ func ownCgroups() (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseProcCgroup(b), nil
+}
+
+// parseProcCgroup reads a /proc/PID/cgroup file.
+func parseProcCgroup(b []byte) map[string]string {
 	out := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		parts := strings.SplitN(line, ":", 3)
@@ -381,7 +392,7 @@ func ownCgroups() (map[string]string, error) {
 			out[parts[1]] = parts[2]
 		}
 	}
-	return out, nil
+	return out
 }
 
 func unescape(s string) string {
