@@ -114,7 +114,9 @@ func runIt(t *testing.T, rt runtime.Runtime, e *env.Env, o run.Options) outcome 
 	require.NoError(t, err)
 	events, err := transcript.ReadFile(res.Transcript)
 	require.NoError(t, err)
-	require.Equal(t, transcript.RunFinished, events[len(events)-1].Type)
+	last := events[len(events)-1]
+	require.Equal(t, transcript.RunFinished, last.Type)
+	require.Positive(t, last.DurationMS, "run.finished says how long the run took")
 	requireNoSandbox(t, res.ID)
 	return outcome{res: res, events: events}
 }

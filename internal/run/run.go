@@ -151,7 +151,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Network == "" {
 		o.Network = confine.NetworkProxy
 	}
-	r := &runner{o: o, res: res, rt: rt, tw: transcript.NewWriter(tf), private: private, token: secret()}
+	r := &runner{o: o, res: res, rt: rt, tw: transcript.NewWriter(tf), private: private, token: secret(), began: time.Now()}
 	r.emit(transcript.Event{Type: transcript.RunStarted, Run: &transcript.RunInfo{
 		ID: id, Environment: e.Name, Image: tag, Runtime: rt.Name(), Hardware: e.Hardware.Name,
 		CPUs: e.Hardware.CPUs, MemoryBytes: e.Hardware.MemoryBytes, StudentMemoryBytes: e.StudentMemoryBytes(),
@@ -216,6 +216,7 @@ func newID() string {
 }
 
 type runner struct {
+	began   time.Time // when run.started was written
 	o       Options
 	res     *Result
 	rt      runtime.Runtime
@@ -318,7 +319,8 @@ func process(p env.Process) harness.Process {
 // fail records err as the end of the run and returns it.
 func (r *runner) fail(err error) (*Result, error) {
 	r.res.Status, r.res.Message = transcript.StatusError, err.Error()
-	r.emit(transcript.Event{Type: transcript.RunFinished, Status: transcript.StatusError, Message: err.Error()})
+	r.emit(transcript.Event{Type: transcript.RunFinished, Status: transcript.StatusError, Message: err.Error(),
+		DurationMS: time.Since(r.began).Milliseconds()})
 	return r.res, err
 }
 

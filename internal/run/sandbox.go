@@ -155,6 +155,8 @@ func (r *runner) finish(ctx context.Context) {
 		}
 	}
 	r.res.Status, r.res.Message = e.Status, e.Message
+	// The whole run's wall time, from run.started, as the host saw it.
+	e.DurationMS = time.Since(r.began).Milliseconds()
 	r.emit(e)
 }
 

@@ -59,7 +59,7 @@ type Event struct {
 	Text    string `json:"text,omitempty"`
 	DataB64 string `json:"data_b64,omitempty"`
 
-	// process.exited
+	// process.exited (and duration_ms in run.finished: the whole run's)
 	ExitCode   *int   `json:"exit_code,omitempty"`
 	Signal     string `json:"signal,omitempty"`
 	TimedOut   bool   `json:"timed_out,omitempty"`
