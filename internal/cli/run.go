@@ -171,7 +171,7 @@ forwarded from your shell into the sandbox.`,
 	f.BoolVar(&o.KeepContainers, "keep-containers", false, "leave the sandbox in place when the run ends")
 	f.BoolVar(&o.PrepareOnly, "prepare-only", false, "build the image and create the sandbox, then stop: run no student")
 	f.BoolVar(&o.Rebuild, "rebuild", false, "build the image even if it is up to date")
-	f.IntVarP(&count, "n", "n", 1, "run the environment this many times, in parallel, with the disk budget split between them")
+	f.IntVarP(&count, "count", "n", 1, "run the environment this many times, in parallel, with the disk budget split between them")
 	f.IntVar(&parallel, "parallel", 0, "with -n, at most this many runs at a time (default: all of them, up to 16)")
 	f.BoolVar(&asJSON, "json", false, "print every event as a JSON line on stdout, for scripts: {\"index\":N,\"run\":ID,\"event\":{...}}")
 	f.BoolVar(&dev, "dev", false, "for writing an environment: mount its directory live at --dev-mount and rebuild the image only when the Containerfile changes")
