@@ -132,7 +132,7 @@ forwarded from your shell into the sandbox.`,
 				o.BuildLog = ui.ui
 				o.Log = slog.New(slog.NewTextHandler(ui.ui, &slog.HandlerOptions{Level: a.level()}))
 			case count > 1:
-				show = &lineSink{w: a.stderr, n: count, ids: map[int]string{}, start: time.Now()}
+				show = &lineSink{w: a.stderr, n: count, ids: map[int]string{}}
 			default:
 				show = oneSink{p: &progress{w: a.stderr, start: time.Now()}}
 			}

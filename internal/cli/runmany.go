@@ -54,11 +54,10 @@ func (s *jsonSink) close() {}
 // lineSink prints one line per run for the events that matter when many
 // runs share the screen.
 type lineSink struct {
-	mu    sync.Mutex
-	w     io.Writer
-	n     int
-	ids   map[int]string
-	start time.Time
+	mu  sync.Mutex
+	w   io.Writer
+	n   int
+	ids map[int]string
 }
 
 func (s *lineSink) event(i int, e transcript.Event) {
@@ -97,19 +96,17 @@ type outcome struct {
 // prints a summary. One failing run does not stop the others; Ctrl-C
 // stops them all.
 func (a *app) runMany(ctx context.Context, rt runtime.Runtime, o run.Options, n, parallel int, show sink) ([]outcome, time.Duration, error) {
+	defer show.close()
 	e := o.Env
 	if _, _, _, err := run.Build(ctx, rt, e, o.Rebuild, o.BuildLog); err != nil {
-		show.close()
 		return nil, 0, err
 	}
 	o.Rebuild = false
 	if err := os.MkdirAll(o.RunsDir, 0o755); err != nil {
-		show.close()
 		return nil, 0, fmt.Errorf("make the runs directory: %w", err)
 	}
 	budget, err := run.DiskBudget(o.RunsDir, e.Hardware.DiskBytes, n)
 	if err != nil {
-		show.close()
 		return nil, 0, err
 	}
 	o.DiskBytes = budget
@@ -140,7 +137,6 @@ func (a *app) runMany(ctx context.Context, rt runtime.Runtime, o run.Options, n,
 		}()
 	}
 	wg.Wait()
-	show.close()
 	return outs, time.Since(start), nil
 }
 
