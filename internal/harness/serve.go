@@ -15,21 +15,15 @@ import (
 // listenEvents opens the harness's own port, on which the host follows
 // the run; it is closed to the student by the firewall.
 func (h *Harness) listenEvents() (net.Listener, error) {
-	port := EventsPort
-	if h.EventsAddr != "" {
-		ln, err := net.Listen("tcp", h.EventsAddr)
-		if err != nil {
-			return nil, fmt.Errorf("listen for the run's events: %w", err)
-		}
-		h.Ports = append(h.Ports, uint16(ln.Addr().(*net.TCPAddr).Port))
-		go h.serveEvents(ln)
-		return ln, nil
+	addr := h.EventsAddr
+	if addr == "" {
+		addr = ":" + strconv.Itoa(EventsPort)
 	}
-	ln, err := net.Listen("tcp", ":"+strconv.Itoa(port))
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen for the run's events on port %d: %w", port, err)
+		return nil, fmt.Errorf("listen for the run's events on %s: %w", addr, err)
 	}
-	h.Ports = append(h.Ports, uint16(port))
+	h.Ports = append(h.Ports, uint16(ln.Addr().(*net.TCPAddr).Port))
 	go h.serveEvents(ln)
 	return ln, nil
 }
