@@ -21,20 +21,12 @@ var rawPrefix = []byte(`{"v":` + strconv.Itoa(Version) + `,"seq":`)
 // its first fields (Marshal writes v, seq, time, type, then process and
 // stream, first). ok is false for a line of another shape.
 func ReadHeader(line []byte) (h Header, ok bool) {
-	if !bytes.HasPrefix(line, rawPrefix) {
-		return h, false
-	}
-	rest := line[len(rawPrefix):]
-	i := bytes.IndexByte(rest, ',')
-	if i < 0 {
-		return h, false
-	}
-	seq, err := strconv.ParseInt(string(rest[:i]), 10, 64)
-	if err != nil {
+	seq, rest, ok := splitSeq(line)
+	if !ok {
 		return h, false
 	}
 	h.Seq = seq
-	head := rest[i:min(len(rest), i+256)]
+	head := rest[:min(len(rest), 256)]
 	h.Type, ok = field(head, `,"type":"`)
 	if !ok {
 		return h, false
@@ -42,6 +34,24 @@ func ReadHeader(line []byte) (h Header, ok bool) {
 	h.Process, _ = field(head, `,"process":"`)
 	h.Stream, _ = field(head, `,"stream":"`)
 	return h, true
+}
+
+// splitSeq splits an encoded event into its sequence number and what
+// follows it (from the comma after it).
+func splitSeq(line []byte) (int64, []byte, bool) {
+	if !bytes.HasPrefix(line, rawPrefix) {
+		return 0, nil, false
+	}
+	rest := line[len(rawPrefix):]
+	i := bytes.IndexByte(rest, ',')
+	if i < 0 {
+		return 0, nil, false
+	}
+	seq, err := strconv.ParseInt(string(rest[:i]), 10, 64)
+	if err != nil {
+		return 0, nil, false
+	}
+	return seq, rest[i:], true
 }
 
 // field reads a short string field that needs no unescaping.
@@ -62,37 +72,25 @@ func field(b []byte, key string) (string, bool) {
 // without decoding it: only its sequence number is replaced by this
 // writer's next. It returns the number given.
 func (t *Writer) EmitRaw(line []byte) (int64, error) {
-	if !bytes.HasPrefix(line, rawPrefix) {
-		return 0, errors.New("not an encoded event")
-	}
-	rest := line[len(rawPrefix):]
-	i := bytes.IndexByte(rest, ',')
-	if i < 0 {
+	_, body, ok := splitSeq(line)
+	if !ok {
 		return 0, errors.New("not an encoded event")
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.seq++
-	// The new head, then the rest as it is: no copy of a large body.
-	head := make([]byte, 0, len(rawPrefix)+20)
-	head = append(head, rawPrefix...)
-	head = strconv.AppendInt(head, t.seq, 10)
-	body := rest[i:]
-	newline := body[len(body)-1] != '\n'
-	if !newline && len(body) < 4096 {
-		head = append(append(head, body...), '\n')
-		body = nil
+	// The new head, then the rest as it is: a large body is not copied,
+	// a small one goes in the same write.
+	head := strconv.AppendInt(append(make([]byte, 0, len(rawPrefix)+20), rawPrefix...), t.seq, 10)
+	parts := [][]byte{head, body}
+	if len(body) <= 4096 {
+		parts = [][]byte{append(head, body...)}
 	}
-	for _, b := range [][]byte{head, body} {
-		if len(b) == 0 {
-			continue
-		}
-		if _, err := t.w.Write(b); err != nil {
-			return t.seq, err
-		}
+	if body[len(body)-1] != '\n' {
+		parts = append(parts, []byte{'\n'})
 	}
-	if newline && body != nil {
-		if _, err := t.w.Write([]byte{'\n'}); err != nil {
+	for _, p := range parts {
+		if _, err := t.w.Write(p); err != nil {
 			return t.seq, err
 		}
 	}
