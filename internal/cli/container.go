@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chalk-rl/chalk/internal/api/wire"
+	"github.com/chalk-rl/chalk/internal/client"
 )
 
 func (a *app) containerCommand() *cobra.Command {
@@ -224,17 +226,10 @@ func (a *app) containerStopCommand(dir *string) *cobra.Command {
 		Short: "Stop containers (SIGTERM, then SIGKILL after 10 s); they stay listed until rm",
 		Args:  atLeastArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.apiClient(*dir)
-			if err != nil {
+			return a.eachArg(cmd.Context(), *dir, args, func(c *client.Client, ctx context.Context, ref string) error {
+				_, err := c.Stop(ctx, ref)
 				return err
-			}
-			for _, ref := range args {
-				if _, err := c.Stop(cmd.Context(), ref); err != nil {
-					return err
-				}
-				fmt.Fprintln(a.stdout, ref)
-			}
-			return nil
+			})
 		},
 	}
 }
@@ -245,17 +240,7 @@ func (a *app) containerRmCommand(dir *string) *cobra.Command {
 		Short: "Remove containers, running or not; their volumes stay",
 		Args:  atLeastArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.apiClient(*dir)
-			if err != nil {
-				return err
-			}
-			for _, ref := range args {
-				if err := c.Remove(cmd.Context(), ref); err != nil {
-					return err
-				}
-				fmt.Fprintln(a.stdout, ref)
-			}
-			return nil
+			return a.eachArg(cmd.Context(), *dir, args, (*client.Client).Remove)
 		},
 	}
 }

@@ -30,6 +30,22 @@ func (a *app) apiClient(dir string) (*client.Client, error) {
 	return client.New(s)
 }
 
+// eachArg does op on the API for each argument in turn, printing each
+// one done, and stops at the first that fails.
+func (a *app) eachArg(ctx context.Context, dir string, args []string, op func(*client.Client, context.Context, string) error) error {
+	c, err := a.apiClient(dir)
+	if err != nil {
+		return err
+	}
+	for _, arg := range args {
+		if err := op(c, ctx, arg); err != nil {
+			return err
+		}
+		fmt.Fprintln(a.stdout, arg)
+	}
+	return nil
+}
+
 func (a *app) loginCommand() *cobra.Command {
 	var (
 		token, fingerprint, dir string

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/chalk-rl/chalk/internal/client"
 )
 
 func (a *app) volumeCommand() *cobra.Command {
@@ -63,17 +65,7 @@ alone: another owner's volume of the same name is a different volume.`,
 		Short: "Delete volumes and their data; a volume a container mounts cannot be deleted",
 		Args:  atLeastArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.apiClient(dir)
-			if err != nil {
-				return err
-			}
-			for _, name := range args {
-				if err := c.RemoveVolume(cmd.Context(), name); err != nil {
-					return err
-				}
-				fmt.Fprintln(a.stdout, name)
-			}
-			return nil
+			return a.eachArg(cmd.Context(), dir, args, (*client.Client).RemoveVolume)
 		},
 	}
 	cmd.AddCommand(create, ls, rm)
