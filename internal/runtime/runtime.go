@@ -125,16 +125,30 @@ type Addresser interface {
 
 type buildChecksKey struct{}
 
+// Which checks a preflight makes, as ctx asks.
+const (
+	allChecks = iota
+	noBuildChecks
+	onlyBuildChecks
+)
+
 // WithoutBuildChecks marks ctx for a preflight that leaves out the checks
 // only a build needs (docker's buildx, nerdctl's buildctl): a run whose
 // image exists needs none of them, and a runtime's Build makes those
 // checks itself before it builds.
 func WithoutBuildChecks(ctx context.Context) context.Context {
-	return context.WithValue(ctx, buildChecksKey{}, true)
+	return context.WithValue(ctx, buildChecksKey{}, noBuildChecks)
 }
 
-// BuildChecksSkipped says whether ctx asks to leave the build's checks out.
-func BuildChecksSkipped(ctx context.Context) bool {
-	v, _ := ctx.Value(buildChecksKey{}).(bool)
-	return v
+// OnlyBuildChecks marks ctx for the checks a build makes before it
+// builds: those a preflight that passed without them left out.
+func OnlyBuildChecks(ctx context.Context) context.Context {
+	return context.WithValue(ctx, buildChecksKey{}, onlyBuildChecks)
+}
+
+// SkipCheck says whether ctx leaves out a check that is, or is not, only
+// for builds.
+func SkipCheck(ctx context.Context, forBuild bool) bool {
+	v, _ := ctx.Value(buildChecksKey{}).(int)
+	return v == noBuildChecks && forBuild || v == onlyBuildChecks && !forBuild
 }

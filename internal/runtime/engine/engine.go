@@ -131,8 +131,9 @@ func (e *Engine) Image(ctx context.Context, ref string) (*runtime.ImageInfo, err
 
 // Build runs the engine's build, streaming its log to req.Output.
 func (e *Engine) Build(ctx context.Context, req runtime.BuildRequest) error {
-	// A run's preflight left out what only a build needs: check it now.
-	if failed := runtime.Failed(e.Preflight(ctx)); len(failed) > 0 {
+	// A run's preflight left out what only a build needs: check it now
+	// (the rest of the preflight has passed already).
+	if failed := runtime.Failed(e.Preflight(runtime.OnlyBuildChecks(ctx))); len(failed) > 0 {
 		var b strings.Builder
 		runtime.WriteChecks(&b, failed)
 		return hint.Newf(fmt.Sprintf("fix the above, then check again with 'chalk doctor --runtime %s'", e.RuntimeName),

@@ -87,7 +87,8 @@ type Step struct {
 	Name string
 	Run  func(ctx context.Context) runtime.Check
 	// ForBuild steps are left out of a preflight that asked for no build
-	// checks (runtime.WithoutBuildChecks); Build runs them.
+	// checks (runtime.WithoutBuildChecks); Build runs them, and only them
+	// (runtime.OnlyBuildChecks).
 	ForBuild bool
 }
 
@@ -97,7 +98,7 @@ func RunSteps(ctx context.Context, runtimeName string, steps ...Step) []runtime.
 	var out []runtime.Check
 	failed := ""
 	for _, s := range steps {
-		if s.ForBuild && runtime.BuildChecksSkipped(ctx) {
+		if runtime.SkipCheck(ctx, s.ForBuild) {
 			continue
 		}
 		if failed != "" {

@@ -23,7 +23,7 @@ func New() *engine.Engine {
 	}
 	e.Checks = func(ctx context.Context) []runtime.Check {
 		checks := docker.Steps(ctx, e)
-		if len(runtime.Failed(checks)) > 0 {
+		if len(runtime.Failed(checks)) > 0 || runtime.SkipCheck(ctx, false) {
 			return checks
 		}
 		return append(checks, Preflight(ctx, runtime.RealHost(), path)...)
