@@ -21,8 +21,8 @@ import (
 //
 //	go test -run '^$' -bench Confinement -benchtime 10x ./internal/run/
 func BenchmarkConfinement(b *testing.B) {
-	rt := dockerB(b)
-	e := environmentB(b)
+	rt := docker(b)
+	e := environment(b, "", "true", "true")
 	once := func(unconfined bool) (time.Duration, int64) {
 		start := time.Now()
 		res, err := run.Run(context.Background(), run.Options{

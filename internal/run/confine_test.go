@@ -31,9 +31,7 @@ import (
 // These tests run real sandboxes on docker whose students attack each
 // rule of their confinement, and check the outcome in the transcript.
 
-func docker(t *testing.T) runtime.Runtime { return dockerB(t) }
-
-func dockerB(t testing.TB) runtime.Runtime {
+func docker(t testing.TB) runtime.Runtime {
 	t.Helper()
 	testenv.NeedDocker(t)
 	t.Setenv(run.HarnessEnv, testenv.StaticChalk(t))
@@ -44,10 +42,6 @@ func dockerB(t testing.TB) runtime.Runtime {
 
 // environment writes an environment whose student and grader are the
 // given bash scripts.
-func environmentB(b testing.TB) *env.Env {
-	return environment(b, "", "true", "true")
-}
-
 func environment(t testing.TB, hardware, student, grader string) *env.Env {
 	t.Helper()
 	dir := t.TempDir()
