@@ -319,6 +319,9 @@ func (s *Server) removeContainer(w http.ResponseWriter, r *http.Request, who sto
 		writeError(w, err)
 		return
 	}
+	if err := s.Host.RemoveSockets(c.ID); err != nil {
+		s.Log.Warn("remove the container's session sockets", "id", c.ID, "err", err)
+	}
 	s.Log.Info("container removed", "owner", who.Owner, "id", c.ID, "name", c.Name)
 	w.WriteHeader(http.StatusNoContent)
 }

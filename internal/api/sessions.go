@@ -11,9 +11,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/coder/websocket"
+	"golang.org/x/sys/unix"
 
 	"github.com/chalk-rl/chalk/internal/api/wire"
 	"github.com/chalk-rl/chalk/internal/hostclass"
@@ -82,8 +84,28 @@ func (s *Server) proxySession(w http.ResponseWriter, r *http.Request, who store.
 		writeError(w, err)
 		return
 	}
-	x, err := s.Host.StartExec(ctx, c.EngineID, hostclass.ExecSpec{Cmd: conn.Command(port)})
+	// The bytes go through a unix socket when the container has a
+	// socket directory and the connector can dial one; else through the
+	// connector's stdio.
+	cmd := conn.Command(port)
+	sock, err := s.Host.ListenSession(c.ID)
 	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if sock != nil {
+		if sc, ok := conn.SocketCommand(port, sock.Path); ok {
+			cmd = sc
+		} else {
+			sock.Close()
+			sock = nil
+		}
+	}
+	x, err := s.Host.StartExec(ctx, c.EngineID, hostclass.ExecSpec{Cmd: cmd})
+	if err != nil {
+		if sock != nil {
+			sock.Close()
+		}
 		writeError(w, fmt.Errorf("start the connector (%s) in container %s: %w", conn, c.Name, err))
 		return
 	}
@@ -91,16 +113,24 @@ func (s *Server) proxySession(w http.ResponseWriter, r *http.Request, who store.
 	if err != nil {
 		_ = x.Kill(context.WithoutCancel(ctx))
 		x.Close()
+		if sock != nil {
+			sock.Close()
+		}
 		return
 	}
-	log := s.Log.With("owner", who.Owner, "container", c.ID, "kind", "proxy", "port", port, "connector", string(conn))
+	log := s.Log.With("owner", who.Owner, "container", c.ID, "kind", "proxy", "port", port, "connector", string(conn), "socket", sock != nil)
 	log.Info("session opened")
 	start := time.Now()
 	var stderr connectorErrors
 	stderr.conn, stderr.x = conn, x
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // after finish: ending ctx closes ws
-	ex := s.bridge(ctx, ws, x, &stderr, log)
+	var ex session.Exit
+	if sock != nil {
+		ex = s.bridgeSocket(ctx, ws, streamConn(r), x, sock, &stderr, log)
+	} else {
+		ex = s.bridge(ctx, ws, streamConn(r), x, &stderr, log)
+	}
 	if ex.Code != 0 && session.Refused(stderr.text()) {
 		ex.Kind = session.ErrNotListening
 		ex.Error = fmt.Sprintf("nothing is listening on 127.0.0.1:%d in container %s", port, c.Name)
@@ -183,30 +213,14 @@ func waitExec(ctx context.Context, x *hostclass.Exec) (hostclass.ExecState, erro
 // process ends or the client goes away, whichever is first; either way
 // the process and everything it started are killed. It returns the exit
 // to report. ctx must outlive the call until the exit is sent: ending it
-// closes ws.
-func (s *Server) bridge(ctx context.Context, ws *websocket.Conn, x *hostclass.Exec, stderr stderrSink, log interface {
+// closes ws. lower, when not nil, is the connection under ws (see
+// frameWriter).
+func (s *Server) bridge(ctx context.Context, ws *websocket.Conn, lower *session.BufConn, x *hostclass.Exec, stderr stderrSink, log interface {
 	Info(string, ...any)
 }) session.Exit {
-	defer s.track(x)()
-	defer x.Close()
-	// A docker exec outlives its connection: kill it explicitly, so the
-	// session leaves nothing behind in the container.
-	defer func() {
-		_ = x.Kill(context.WithoutCancel(ctx))
-	}()
-	go session.KeepAlive(ctx, ws, s.Keepalive, func() { log.Info("session peer stopped answering pings") })
-
-	clientGone := make(chan struct{})
-	go func() {
-		defer close(clientGone)
-		if err := s.readInput(ctx, ws, x); err != nil {
-			// The client left (or stopped answering): end the process
-			// now, which ends its output below.
-			_ = x.Kill(context.WithoutCancel(ctx))
-			x.Close()
-		}
-	}()
-	out := &frameWriter{ws: ws, ctx: ctx, kind: session.KindData}
+	defer s.attend(ctx, ws, x, log)()
+	clientGone := s.passInput(ctx, ws, x, x, x.Close)
+	out := &frameWriter{ws: ws, ctx: ctx, kind: session.KindData, lower: lower}
 	var startErr *hostclass.StartError
 	if err := x.Output(out, stderr); errors.As(err, &startErr) {
 		if startErr.NotFound() {
@@ -220,8 +234,133 @@ func (s *Server) bridge(ctx context.Context, ws *websocket.Conn, x *hostclass.Ex
 		return session.Exit{Code: -1}
 	default:
 	}
+	return s.processExit(ctx, x, nil)
+}
+
+// attend watches over a session's process x while the session runs: it
+// is tracked (EndSessions), and the client pinged. The returned func,
+// called when the session ends, kills x and everything it started: a
+// docker exec outlives its connection, and a session leaves nothing
+// behind in the container.
+func (s *Server) attend(ctx context.Context, ws *websocket.Conn, x *hostclass.Exec, log interface {
+	Info(string, ...any)
+}) func() {
+	forget := s.track(x)
+	go session.KeepAlive(ctx, ws, s.Keepalive, func() { log.Info("session peer stopped answering pings") })
+	return func() {
+		_ = x.Kill(context.WithoutCancel(ctx))
+		x.Close()
+		forget()
+	}
+}
+
+// passInput passes the client's messages to in until the client leaves
+// (or stops answering); then it kills the session's process x and calls
+// cut, which ends the session's output. The channel is closed when it is
+// done.
+func (s *Server) passInput(ctx context.Context, ws *websocket.Conn, in input, x *hostclass.Exec, cut func() error) <-chan struct{} {
+	gone := make(chan struct{})
+	go func() {
+		defer close(gone)
+		if err := s.readInput(ctx, ws, in); err != nil {
+			_ = x.Kill(context.WithoutCancel(ctx))
+			_ = cut()
+		}
+	}()
+	return gone
+}
+
+// bridgeSocket is bridge for a connector that carries the bytes over
+// sock rather than its stdio, which then only reports its complaints.
+// The session's output ends when the port's side of the connection
+// does; the connector is then told its input ended too, and exits.
+func (s *Server) bridgeSocket(ctx context.Context, ws *websocket.Conn, lower *session.BufConn, x *hostclass.Exec, sock *hostclass.SessionSocket, stderr stderrSink, log interface {
+	Info(string, ...any)
+}) session.Exit {
+	defer s.attend(ctx, ws, x, log)()
+	defer sock.Close()
+
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		_ = x.Output(io.Discard, stderr)
+	}()
+	uc, err := sock.Accept(ctx, x, exited, 30*time.Second)
+	sock.Close()
+	if err != nil {
+		if !errors.Is(err, hostclass.ErrConnectorGone) {
+			return session.Exit{Code: -1, Error: "the connector: " + err.Error(), Kind: session.ErrFailed}
+		}
+		// It could not reach the port: its exit code and complaint say
+		// why (the caller explains "Connection refused").
+		return s.processExit(ctx, x, exited)
+	}
+	defer uc.Close()
+	_ = uc.SetReadBuffer(1 << 20)
+	_ = uc.SetWriteBuffer(1 << 20)
+
+	clientGone := s.passInput(ctx, ws, uc, x, uc.Close)
+	out := &frameWriter{ws: ws, ctx: ctx, kind: session.KindData, lower: lower}
+	buf := make([]byte, 512<<10)
+	for {
+		n, err := uc.Read(buf)
+		if n > 0 && err == nil {
+			n += drain(uc, buf[n:])
+		}
+		if n > 0 {
+			if _, werr := out.Write(buf[:n]); werr != nil {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	// The port's side ended (or the connector did). Closing the socket
+	// ends the connector's other direction, so it exits.
+	uc.Close()
+	select {
+	case <-clientGone:
+		return session.Exit{Code: -1}
+	default:
+	}
+	return s.processExit(ctx, x, exited)
+}
+
+// drain reads what c already holds into buf without waiting, so that
+// bytes that arrived in pieces leave as one message.
+func drain(c syscall.Conn, buf []byte) int {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	total := 0
+	for total < len(buf) {
+		var n int
+		var rerr error
+		if err := raw.Read(func(fd uintptr) bool {
+			n, rerr = unix.Read(int(fd), buf[total:])
+			return true // one attempt: never wait
+		}); err != nil || rerr != nil || n <= 0 {
+			break
+		}
+		total += n
+	}
+	return total
+}
+
+// processExit waits for a process whose output has ended, or is about
+// to (exited, when not nil, is closed when its stdio has), and reports
+// its exit.
+func (s *Server) processExit(ctx context.Context, x *hostclass.Exec, exited <-chan struct{}) session.Exit {
 	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
 	defer wcancel()
+	if exited != nil {
+		select {
+		case <-exited:
+		case <-wctx.Done():
+		}
+	}
 	st, err := waitExec(wctx, x)
 	if err != nil {
 		return session.Exit{Code: -1, Error: "the session's process: " + err.Error(), Kind: session.ErrFailed}
@@ -229,10 +368,18 @@ func (s *Server) bridge(ctx context.Context, ws *websocket.Conn, x *hostclass.Ex
 	return session.Exit{Code: st.ExitCode}
 }
 
-// readInput passes the client's messages to x until the stream ends,
-// streaming data through one buffer.
-func (s *Server) readInput(ctx context.Context, ws *websocket.Conn, x *hostclass.Exec) error {
-	buf := make([]byte, 128<<10)
+// input is where a session's input goes: a process's stdin, or the
+// connector's socket.
+type input interface {
+	io.Writer
+	CloseWrite() error
+}
+
+// readInput passes the client's messages to in until the stream ends,
+// streaming data through one buffer. Resizes reach in when it has a
+// terminal.
+func (s *Server) readInput(ctx context.Context, ws *websocket.Conn, in input) error {
+	buf := make([]byte, 512<<10)
 	for {
 		_, r, err := ws.Reader(ctx)
 		if err != nil {
@@ -251,19 +398,22 @@ func (s *Server) readInput(ctx context.Context, ws *websocket.Conn, x *hostclass
 			for {
 				n, rerr := io.ReadFull(r, buf)
 				if n > 0 {
-					_, _ = x.Write(buf[:n])
+					_, _ = in.Write(buf[:n])
 				}
 				if rerr != nil {
 					break
 				}
 			}
 		case session.KindCloseIn:
-			_ = x.CloseWrite()
+			_ = in.CloseWrite()
 		case session.KindResize:
 			data, _ := io.ReadAll(io.LimitReader(r, 4096))
 			var rs session.Resize
-			if json.Unmarshal(data, &rs) == nil {
-				_ = x.Resize(ctx, rs.Cols, rs.Rows)
+			t, ok := in.(interface {
+				Resize(ctx context.Context, cols, rows int) error
+			})
+			if ok && json.Unmarshal(data, &rs) == nil {
+				_ = t.Resize(ctx, rs.Cols, rs.Rows)
 			}
 		default:
 			_, _ = io.Copy(io.Discard, r)
@@ -281,17 +431,28 @@ func (s *Server) finish(ws *websocket.Conn, ex session.Exit) {
 	ws.Close(websocket.StatusNormalClosure, "")
 }
 
-// frameWriter sends each write as one message of its kind.
+// frameWriter sends each write as one message of its kind, in one
+// system call when the connection is a BufConn.
 type frameWriter struct {
-	ws   *websocket.Conn
-	ctx  context.Context
-	kind byte
-	buf  []byte
+	ws    *websocket.Conn
+	ctx   context.Context
+	kind  byte
+	buf   []byte
+	lower *session.BufConn
 }
 
 func (f *frameWriter) Write(p []byte) (int, error) {
 	f.buf = append(append(f.buf[:0], f.kind), p...)
-	if err := f.ws.Write(f.ctx, websocket.MessageBinary, f.buf); err != nil {
+	if f.lower != nil {
+		f.lower.Hold()
+	}
+	err := f.ws.Write(f.ctx, websocket.MessageBinary, f.buf)
+	if f.lower != nil {
+		if rerr := f.lower.Release(); err == nil {
+			err = rerr
+		}
+	}
+	if err != nil {
 		return 0, err
 	}
 	return len(p), nil
@@ -385,7 +546,8 @@ func (s *Server) execSession(w http.ResponseWriter, r *http.Request, who store.T
 	begin := time.Now()
 	ctx, stop := context.WithCancel(ctx)
 	defer stop() // after finish: ending ctx closes ws
-	ex := s.bridge(ctx, ws, x, &frameWriter{ws: ws, ctx: ctx, kind: session.KindStderr}, log)
+	lower := streamConn(r)
+	ex := s.bridge(ctx, ws, lower, x, &frameWriter{ws: ws, ctx: ctx, kind: session.KindStderr, lower: lower}, log)
 	s.finish(ws, ex)
 	log.Info("session closed", "duration_ms", time.Since(begin).Milliseconds(), "exit", ex.Code)
 }

@@ -2,11 +2,9 @@ package cli
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -65,21 +63,21 @@ fingerprint when it pins it. Logs are JSON lines on stderr.`,
 			if err != nil {
 				return hint.Wrap(err, "unset DOCKER_HOST, or point it at the local daemon's socket")
 			}
+			host.SocketRoot = filepath.Join(dir, "sessions")
+			if !host.SocketsUsable() {
+				log.Warn("session sockets are off: the data directory's path is too long for a unix socket's; sessions go through docker exec's stdio, which is slower. Pick a shorter --data to turn them on",
+					"dir", host.SocketRoot)
+			}
 			srv := &api.Server{Store: st, Host: host, Log: log, MaxLifetime: maxLife, DefaultLifetime: defLife}
 			srv.Keepalive.Interval, srv.Keepalive.Timeout = keepalive, timeout
 			if err := srv.Prepare(ctx); err != nil {
 				return hint.Wrap(err, "check that docker runs on this machine: 'chalk doctor'")
 			}
-			ln, err := net.Listen("tcp", listen)
+			ln, err := api.Listen(listen)
 			if err != nil {
 				return hint.Wrap(fmt.Errorf("listen on %s: %w", listen, err), "pick another address with --listen HOST:PORT")
 			}
-			hs := &http.Server{
-				Handler:           srv.Handler(),
-				TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
-				ReadHeaderTimeout: 30 * time.Second,
-				ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-			}
+			hs := srv.HTTPServer(cert, slog.NewLogLogger(log.Handler(), slog.LevelWarn))
 			go srv.Run(ctx)
 			log.Info("serving", "url", "https://"+ln.Addr().String(), "fingerprint", api.Fingerprint(cert.Certificate[0]), "data", dir)
 			errc := make(chan error, 1)

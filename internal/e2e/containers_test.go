@@ -63,6 +63,10 @@ func TestContainerLifecycle(t *testing.T) {
 		t.Fatalf("logs --tail 1: %q", got)
 	}
 	engine := w.engineID(t, id)
+	sockets := filepath.Join(w.dataDir, "sessions", strings.ReplaceAll(id, "-", "")[:16])
+	if _, err := os.Stat(sockets); err != nil {
+		t.Fatalf("the container's session socket directory: %v", err)
+	}
 	w.mustChalk(t, w.alice, "container", "stop", name)
 	if dockerRunning(t, engine) {
 		t.Fatal("docker still runs the stopped container")
@@ -73,6 +77,9 @@ func TestContainerLifecycle(t *testing.T) {
 	w.mustChalk(t, w.alice, "container", "rm", id)
 	if out, err := exec.Command("docker", "inspect", engine).CombinedOutput(); err == nil {
 		t.Fatalf("docker still has the removed container: %s", out)
+	}
+	if _, err := os.Stat(sockets); !os.IsNotExist(err) {
+		t.Fatalf("the removed container's socket directory is still there: %v", err)
 	}
 	_, errOut, code := w.chalk(t, w.alice, "", "container", "inspect", name)
 	if code == 0 || !strings.Contains(errOut, fmt.Sprintf("no container %q", name)) {

@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"io/fs"
 	"net"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/chalk-rl/chalk/internal/client"
 	"github.com/chalk-rl/chalk/internal/config"
+	"github.com/chalk-rl/chalk/internal/hostclass"
 	"github.com/chalk-rl/chalk/internal/session"
 	"github.com/chalk-rl/chalk/internal/store"
 )
@@ -119,6 +122,63 @@ func TestProxyKilledLeavesNothing(t *testing.T) {
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	w.waitNoProc(t, id, "socat")
+}
+
+// TestProxyPaths: socat carries a session through a unix socket in the
+// container's socket directory; a container without that directory (one
+// made before the server kept them) gets socat on its stdio instead.
+// Either way the bytes arrive, the half-close reaches the service, and
+// nothing is left behind: no connector, no socket file.
+func TestProxyPaths(t *testing.T) {
+	w := setup(t)
+	_, id := w.box(t, "sshd")
+	dir := filepath.Join(w.dataDir, "sessions")
+	for _, path := range []struct{ name, arg string }{
+		{"socket", "UNIX-CONNECT:" + hostclass.SocketMount + "/"},
+		{"stdio", "STDIO"},
+	} {
+		if path.name == "stdio" {
+			if err := w.srv.Host.RemoveSockets(id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cmd := w.command(w.env(w.alice), "session", "proxy", id, "--port", "7000")
+		stdin, _ := cmd.StdinPipe()
+		stdout, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		echoOnce(t, stdin, stdout)
+		var connector string
+		for _, p := range w.procs(t, id) {
+			if strings.HasPrefix(p, "socat") {
+				connector = p
+			}
+		}
+		if !strings.Contains(connector, " "+path.arg) {
+			t.Errorf("%s: the connector runs as %q, want an argument starting %q", path.name, connector, path.arg)
+		}
+		stdin.Close()
+		_, _ = io.Copy(io.Discard, stdout)
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("%s: %v", path.name, err)
+		}
+		out, errOut, code := w.chalk(t, w.alice, "twelve bytes", "session", "proxy", id, "--port", "7001")
+		if code != 0 || out != "12\n" {
+			t.Errorf("%s: exit %d, stdout %q, stderr %s: the sink should count 12 bytes after the EOF", path.name, code, out, errOut)
+		}
+		w.waitNoProc(t, id, "socat")
+		var left []string
+		_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				left = append(left, p)
+			}
+			return nil
+		})
+		if len(left) > 0 {
+			t.Errorf("%s: socket files left behind: %q", path.name, left)
+		}
+	}
 }
 
 func echoOnce(t *testing.T, stdin io.Writer, stdout io.Reader) {

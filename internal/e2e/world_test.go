@@ -3,11 +3,8 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -123,6 +120,7 @@ func (w *world) start() error {
 	if err != nil {
 		return err
 	}
+	host.SocketRoot = filepath.Join(w.dataDir, "sessions")
 	log := slog.New(slog.NewJSONHandler(logFile(w.dir), nil))
 	srv := &api.Server{Store: st, Host: host, Log: log, ReapInterval: 200 * time.Millisecond, StopGrace: time.Second,
 		Keepalive: session.Keepalive{Interval: time.Second, Timeout: 2 * time.Second}}
@@ -133,12 +131,11 @@ func (w *world) start() error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := api.Listen("127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: srv.Handler(), TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}},
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	hs := srv.HTTPServer(cert, slog.NewLogLogger(log.Handler(), slog.LevelWarn))
 	rctx, cancel := context.WithCancel(ctx)
 	go srv.Run(rctx)
 	go hs.ServeTLS(ln, "", "")

@@ -2,7 +2,9 @@
 // docker daemon on the server's own machine. Containers are created and
 // managed through the docker CLI (the same driver chalk run uses), on an
 // internal network with no route out of the host; sessions attach to
-// processes started inside them through the daemon's exec API.
+// processes started inside them through the daemon's exec API, and a
+// connector that can dial a unix socket moves a session's bytes through
+// one in the container's socket directory (see SocketMount).
 package hostclass
 
 import (
@@ -40,6 +42,10 @@ type Host struct {
 	Network string
 	// Socket is the docker daemon's unix socket, for exec.
 	Socket string
+	// SocketRoot is a directory on this host holding, for each
+	// container, the directory of its session sockets (see SocketMount).
+	// Empty: sessions go through docker exec's stdio alone.
+	SocketRoot string
 
 	clientOnce sync.Once
 	client     *http.Client
@@ -121,6 +127,11 @@ func (h *Host) Run(ctx context.Context, s RunSpec) (string, error) {
 		Labels:      map[string]string{LabelManaged: "1", LabelOwner: s.Owner, LabelContainer: s.ID},
 		ExtraArgs:   []string{"--network", h.Network, "--hostname", hostname(s.Name)},
 	}
+	sockets, err := h.makeSocketDir(s.ID)
+	if err != nil {
+		return "", err
+	}
+	spec.ExtraArgs = append(spec.ExtraArgs, sockets...)
 	for _, v := range s.Volumes {
 		spec.ExtraArgs = append(spec.ExtraArgs, "--mount", "type=volume,source="+v[0]+",target="+v[1])
 	}
@@ -133,10 +144,12 @@ func (h *Host) Run(ctx context.Context, s RunSpec) (string, error) {
 	}
 	id, err := h.Engine.Create(ctx, spec)
 	if err != nil {
+		_ = h.RemoveSockets(s.ID)
 		return "", err
 	}
 	if _, err := h.docker(ctx, nil, "start", id); err != nil {
 		_ = h.Engine.Remove(context.WithoutCancel(ctx), id)
+		_ = h.RemoveSockets(s.ID)
 		return "", fmt.Errorf("start container %s: %w", s.Name, err)
 	}
 	return id, nil

@@ -80,6 +80,22 @@ exit 0`}
 	panic(fmt.Sprintf("unknown connector %q", c))
 }
 
+// SocketCommand is the connector's command line for port when the
+// session's bytes move through the unix socket at path rather than
+// through the connector's stdio; ok is false for a connector that cannot
+// dial a unix socket. socat connects to the port first, so a port with
+// nothing listening ends it before it dials the socket, with "Connection
+// refused" on stderr. When the port's side ends, socat half-closes the
+// socket, which the server reads as the end of the session's output. -t:
+// after one direction ends, the other may stay idle this long (the
+// server ends socat when the session ends). -b: 128 KiB transfers.
+func (c Connector) SocketCommand(port int, path string) (cmd []string, ok bool) {
+	if c != Socat {
+		return nil, false
+	}
+	return []string{"socat", "-t", "86400", "-b", "524288", "TCP:127.0.0.1:" + strconv.Itoa(port) + ",nodelay", "UNIX-CONNECT:" + path + ",sndbuf=1048576,rcvbuf=1048576"}, true
+}
+
 // VersionProbe is a harmless command that exists exactly when c does,
 // for containers without a shell to run ProbeScript.
 func (c Connector) VersionProbe() []string {

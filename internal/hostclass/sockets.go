@@ -1,0 +1,219 @@
+package hostclass
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// SocketMount is where a container sees its session sockets: a
+// directory of the server's host, bind-mounted read-only when the
+// container is made. A connector that can open a unix socket (socat)
+// moves a session's bytes through one of these instead of through its
+// docker exec stdio, which the daemon and the container's shim each
+// copy on the way.
+const SocketMount = "/run/chalk-session"
+
+// A unix socket's path has room for 107 bytes. Sockets are named
+// SocketRoot/<16 of the container's ID>/<16 hex digits>.sock.
+const (
+	maxSocketPath  = 107
+	socketNameHex  = 16 // 64 random bits
+	socketNameSize = socketNameHex + len(".sock")
+	socketDirSize  = 16
+)
+
+// SocketsUsable reports whether the host keeps session sockets: it has
+// a SocketRoot, short enough for a socket's path inside it.
+func (h *Host) SocketsUsable() bool {
+	return h.SocketRoot != "" && len(h.SocketRoot)+1+socketDirSize+1+socketNameSize <= maxSocketPath
+}
+
+// socketDir is container id's directory of session sockets on the host,
+// or "" when the host keeps none.
+func (h *Host) socketDir(id string) string {
+	if !h.SocketsUsable() {
+		return ""
+	}
+	short := strings.ReplaceAll(id, "-", "")
+	if len(short) > socketDirSize {
+		short = short[:socketDirSize]
+	}
+	return filepath.Join(h.SocketRoot, short)
+}
+
+// makeSocketDir makes container id's socket directory and returns the
+// engine flag that mounts it, or nothing when the host keeps none.
+func (h *Host) makeSocketDir(id string) ([]string, error) {
+	dir := h.socketDir(id)
+	if dir == "" {
+		return nil, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("make the container's session socket directory: %w", err)
+	}
+	// Whatever the umask: the container's own user, root or not, must
+	// reach the sockets inside it.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return []string{"--mount", "type=bind,source=" + dir + ",target=" + SocketMount + ",readonly"}, nil
+}
+
+// RemoveSockets deletes container id's socket directory.
+func (h *Host) RemoveSockets(id string) error {
+	if dir := h.socketDir(id); dir != "" {
+		return os.RemoveAll(dir)
+	}
+	return nil
+}
+
+// SessionSocket is a unix socket one connector inside a container dials
+// to carry one session.
+type SessionSocket struct {
+	// Path is the socket's path inside the container.
+	Path string
+	ln   *net.UnixListener
+}
+
+// ListenSession makes a socket for one session in container id's socket
+// directory. It returns nil, and no error, when the container has none:
+// it was made before the host kept them, or the host keeps none.
+func (h *Host) ListenSession(id string) (*SessionSocket, error) {
+	dir := h.socketDir(id)
+	if dir == "" {
+		return nil, nil
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return nil, nil
+	}
+	var b [socketNameHex / 2]byte
+	_, _ = rand.Read(b[:])
+	name := hex.EncodeToString(b[:]) + ".sock"
+	file := filepath.Join(dir, name)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: file, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("listen for the connector: %w", err)
+	}
+	ln.SetUnlinkOnClose(true)
+	// The connector runs as the container's user, whoever that is; the
+	// name is random and the peer is checked on Accept.
+	if err := os.Chmod(file, 0o666); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return &SessionSocket{Path: SocketMount + "/" + name, ln: ln}, nil
+}
+
+// Close stops listening and removes the socket's file.
+func (s *SessionSocket) Close() error { return s.ln.Close() }
+
+// ErrConnectorGone is Accept's answer when the connector ended without
+// connecting.
+var ErrConnectorGone = errors.New("the connector ended before it connected")
+
+// Process is what Accept asks about the connector: an *Exec.
+type Process interface {
+	State(ctx context.Context) (ExecState, error)
+}
+
+// Accept waits for process x to connect, refusing connections from any
+// other process (another program in the container that found the
+// socket). It gives up when exited is closed (x ended) and nothing
+// connected, when ctx ends, or after timeout.
+func (s *SessionSocket) Accept(ctx context.Context, x Process, exited <-chan struct{}, timeout time.Duration) (*net.UnixConn, error) {
+	type result struct {
+		c   *net.UnixConn
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		for {
+			c, err := s.ln.AcceptUnix()
+			if err != nil {
+				got <- result{err: err}
+				return
+			}
+			if s.fromExec(ctx, c, x) {
+				got <- result{c: c}
+				return
+			}
+			c.Close()
+		}
+	}()
+	give := time.NewTimer(timeout)
+	defer give.Stop()
+	for {
+		select {
+		case r := <-got:
+			if r.err != nil && errors.Is(r.err, os.ErrDeadlineExceeded) {
+				return nil, ErrConnectorGone
+			}
+			return r.c, r.err
+		case <-exited:
+			// A connector that connected before it ended is already in
+			// the backlog: look once more, briefly.
+			_ = s.ln.SetDeadline(time.Now().Add(200 * time.Millisecond))
+			exited = nil
+		case <-ctx.Done():
+			s.ln.Close()
+			r := <-got
+			if r.c != nil {
+				r.c.Close()
+			}
+			return nil, ctx.Err()
+		case <-give.C:
+			s.ln.Close()
+			if r := <-got; r.c != nil {
+				return r.c, nil
+			}
+			return nil, fmt.Errorf("the connector did not connect within %s", timeout)
+		}
+	}
+}
+
+// fromExec reports whether c's peer is x's process. A peer whose pid
+// this server cannot see (it runs in another pid namespace than the
+// daemon's processes) cannot be checked and is taken on trust.
+func (s *SessionSocket) fromExec(ctx context.Context, c *net.UnixConn, x Process) bool {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil || cerr != nil {
+		return false
+	}
+	if cred.Pid == 0 {
+		return true
+	}
+	// The daemon records the exec's pid a moment after the process
+	// starts, and a connector may be quicker than that.
+	for i := 0; i < 100; i++ {
+		st, err := x.State(ctx)
+		if err != nil {
+			return false
+		}
+		if st.Pid != 0 || !st.Running && i > 0 {
+			return int(cred.Pid) == st.Pid
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return false
+}

@@ -1,0 +1,70 @@
+package session
+
+import (
+	"bufio"
+	"net"
+	"sync"
+)
+
+// BufConn is the TCP connection under a session stream's TLS, on either
+// side. TLS reads one record (16 KiB at most) at a time, and writes each
+// record as it seals it: BufConn reads in large pieces, and between Hold
+// and Release it gathers writes, so that the records of one message
+// leave in one system call. Outside Hold, writes go straight through.
+type BufConn struct {
+	net.Conn
+	r *bufio.Reader
+
+	mu      sync.Mutex
+	holding bool
+	w       []byte
+}
+
+// NewBufConn wraps c.
+func NewBufConn(c net.Conn) *BufConn {
+	return &BufConn{Conn: c, r: bufio.NewReaderSize(c, 256<<10)}
+}
+
+func (b *BufConn) Read(p []byte) (int, error) { return b.r.Read(p) }
+
+func (b *BufConn) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.holding {
+		return b.Conn.Write(p)
+	}
+	b.w = append(b.w, p...)
+	return len(p), nil
+}
+
+// Hold starts gathering writes.
+func (b *BufConn) Hold() {
+	b.mu.Lock()
+	b.holding = true
+	b.mu.Unlock()
+}
+
+// Release sends what was gathered and stops gathering.
+func (b *BufConn) Release() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.holding = false
+	if len(b.w) == 0 {
+		return nil
+	}
+	_, err := b.Conn.Write(b.w)
+	b.w = b.w[:0]
+	return err
+}
+
+// BufListener makes every connection it accepts a BufConn.
+type BufListener struct{ net.Listener }
+
+// Accept waits for the next connection.
+func (l BufListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return NewBufConn(c), nil
+}
