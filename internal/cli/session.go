@@ -80,6 +80,9 @@ func (a *app) proxy(cmd *cobra.Command, dir, ref string, port int) error {
 	if err != nil {
 		return err
 	}
+	// A tunnel's bulk moves in large pieces: ssh and scp hand it over
+	// through pipes, which hold only 64 KiB unless asked for more.
+	growPipes(a.stdin, a.stdout)
 	err = session.Proxy(cmd.Context(), ws, session.DefaultKeepalive, a.stdin, a.stdout, a.stderr)
 	return sessionError(err)
 }

@@ -3,14 +3,18 @@ package client
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -140,8 +144,9 @@ func (c *Client) Session(ctx context.Context, ref, kind string, q url.Values) (*
 	} else {
 		u.Scheme = "ws"
 	}
+	hc, batcher := c.sessionHTTP()
 	ws, resp, err := websocket.Dial(ctx, u.String(), &websocket.DialOptions{
-		HTTPClient:      c.http,
+		HTTPClient:      hc,
 		HTTPHeader:      c.Header(),
 		Subprotocols:    []string{session.Subprotocol},
 		CompressionMode: websocket.CompressionDisabled,
@@ -155,6 +160,57 @@ func (c *Client) Session(ctx context.Context, ref, kind string, q url.Values) (*
 		}
 		return nil, c.TransportError(err)
 	}
+	if fb := batcher(); fb != nil {
+		fb.Frames()
+	}
 	ws.SetReadLimit(session.MaxMessage)
 	return ws, nil
+}
+
+// sessionHTTP is an HTTP client for one session's connection, which it
+// makes a frameBatcher; the function returns that connection once made.
+func (c *Client) sessionHTTP() (*http.Client, func() *frameBatcher) {
+	var (
+		mu sync.Mutex
+		fb *frameBatcher
+	)
+	made := func(conn net.Conn, lower *session.BufConn) net.Conn {
+		mu.Lock()
+		defer mu.Unlock()
+		fb = &frameBatcher{Conn: conn, lower: lower}
+		return fb
+	}
+	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := dialer.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return made(conn, nil), nil
+		},
+		DialTLSContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			raw, err := dialer.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			cfg := c.TLSConfig()
+			cfg.ServerName, _, _ = net.SplitHostPort(addr)
+			cfg.NextProtos = []string{"http/1.1"}
+			lower := session.NewBufConn(raw)
+			tc := tls.Client(lower, cfg)
+			hctx, cancel := context.WithTimeout(ctx, dialTimeout)
+			defer cancel()
+			if err := tc.HandshakeContext(hctx); err != nil {
+				raw.Close()
+				return nil, err
+			}
+			return made(tc, lower), nil
+		},
+	}
+	return &http.Client{Transport: tr}, func() *frameBatcher {
+		mu.Lock()
+		defer mu.Unlock()
+		return fb
+	}
 }

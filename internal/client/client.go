@@ -57,12 +57,15 @@ func New(s config.Settings) (*Client, error) {
 	c := &Client{base: u, token: s.Token, fingerprint: s.Fingerprint}
 	c.http = &http.Client{Transport: &http.Transport{
 		TLSClientConfig:     c.TLSConfig(),
-		DialContext:         (&net.Dialer{Timeout: 15 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		TLSHandshakeTimeout: 15 * time.Second,
+		DialContext:         (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		TLSHandshakeTimeout: dialTimeout,
 		ForceAttemptHTTP2:   false,
 	}}
 	return c, nil
 }
+
+// dialTimeout bounds connecting to the server, TLS handshake included.
+const dialTimeout = 15 * time.Second
 
 func loopback(host string) bool {
 	if host == "localhost" {

@@ -39,7 +39,7 @@ const (
 	KindResize   = 'r'
 	KindExit     = 'x'
 	MaxMessage   = 1 << 20
-	bufferSize   = 128 << 10
+	bufferSize   = 512 << 10
 	Subprotocol  = "chalk.session.v1"
 	pingDeadline = 15 * time.Second
 )
