@@ -4,6 +4,8 @@
 //	:7000  echo: every byte back, until the client half-closes
 //	:7001  sink: read to EOF, then answer the byte count
 //	:7002  source: write -source-bytes (or what the first line asks), close
+//	:7003  7001 after a greeting line ("ready"), for timing the bulk alone
+//	:7004  7002 after a greeting line ("ready")
 //	:8080  a minimal HTTP server answering "hello from the container"
 package main
 
@@ -29,11 +31,11 @@ func main() {
 			_ = tc.CloseWrite()
 		}
 	})
-	go serve(addr+":7001", func(c net.Conn) {
+	sink := func(c net.Conn) {
 		n, _ := io.Copy(io.Discard, c)
 		fmt.Fprintf(c, "%d\n", n)
-	})
-	go serve(addr+":7002", func(c net.Conn) {
+	}
+	source := func(c net.Conn) {
 		line, _ := bufio.NewReader(c).ReadString('\n')
 		n, _ := strconv.ParseInt(strings.TrimSpace(line), 10, 64)
 		buf := make([]byte, 64<<10)
@@ -44,7 +46,18 @@ func main() {
 			}
 			n -= k
 		}
-	})
+	}
+	greet := func(h func(net.Conn)) func(net.Conn) {
+		return func(c net.Conn) {
+			if _, err := io.WriteString(c, "ready\n"); err == nil {
+				h(c)
+			}
+		}
+	}
+	go serve(addr+":7001", sink)
+	go serve(addr+":7002", source)
+	go serve(addr+":7003", greet(sink))
+	go serve(addr+":7004", greet(source))
 	http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "hello from the container")
 	})
