@@ -121,15 +121,28 @@ func (s *Server) proxySession(w http.ResponseWriter, r *http.Request, who store.
 	log := s.Log.With("owner", who.Owner, "container", c.ID, "kind", "proxy", "port", port, "connector", string(conn), "socket", sock != nil)
 	log.Info("session opened")
 	start := time.Now()
-	var stderr connectorErrors
-	stderr.conn, stderr.x = conn, x
+	stderr := &connectorErrors{conn: conn, x: x}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // after finish: ending ctx closes ws
+	lower := streamConn(r)
 	var ex session.Exit
+	stdio := sock == nil
 	if sock != nil {
-		ex = s.bridgeSocket(ctx, ws, streamConn(r), x, sock, &stderr, log)
-	} else {
-		ex = s.bridge(ctx, ws, streamConn(r), x, &stderr, log)
+		ex, stdio = s.bridgeSocket(ctx, ws, lower, x, sock, stderr, log)
+		if stdio {
+			// The socket was out of socat's reach (a directory replaced
+			// on the host, a security module): carry on as without one.
+			log.Warn("the connector could not reach its session socket; using docker exec's stdio", "complaint", strings.TrimSpace(stderr.text()))
+			x, err = s.Host.StartExec(ctx, c.EngineID, hostclass.ExecSpec{Cmd: conn.Command(port)})
+			if err != nil {
+				ex = session.Exit{Code: -1, Error: fmt.Sprintf("start the connector (%s) in container %s: %v", conn, c.Name, err), Kind: session.ErrFailed}
+				stdio = false
+			}
+			stderr = &connectorErrors{conn: conn, x: x}
+		}
+	}
+	if stdio {
+		ex = s.bridge(ctx, ws, lower, x, stderr, log)
 	}
 	if ex.Code != 0 && session.Refused(stderr.text()) {
 		ex.Kind = session.ErrNotListening
@@ -274,9 +287,12 @@ func (s *Server) passInput(ctx context.Context, ws *websocket.Conn, in input, x 
 // sock rather than its stdio, which then only reports its complaints.
 // The session's output ends when the port's side of the connection
 // does; the connector is then told its input ended too, and exits.
-func (s *Server) bridgeSocket(ctx context.Context, ws *websocket.Conn, lower *session.BufConn, x *hostclass.Exec, sock *hostclass.SessionSocket, stderr stderrSink, log interface {
+//
+// It reports stdio true, having sent nothing, when the connector could
+// not reach sock: the session can go on through a connector's stdio.
+func (s *Server) bridgeSocket(ctx context.Context, ws *websocket.Conn, lower *session.BufConn, x *hostclass.Exec, sock *hostclass.SessionSocket, stderr *connectorErrors, log interface {
 	Info(string, ...any)
-}) session.Exit {
+}) (ex session.Exit, stdio bool) {
 	defer s.attend(ctx, ws, x, log)()
 	defer sock.Close()
 
@@ -289,11 +305,15 @@ func (s *Server) bridgeSocket(ctx context.Context, ws *websocket.Conn, lower *se
 	sock.Close()
 	if err != nil {
 		if !errors.Is(err, hostclass.ErrConnectorGone) {
-			return session.Exit{Code: -1, Error: "the connector: " + err.Error(), Kind: session.ErrFailed}
+			return session.Exit{Code: -1, Error: "the connector: " + err.Error(), Kind: session.ErrFailed}, false
+		}
+		ex := s.processExit(ctx, x, exited)
+		if strings.Contains(stderr.text(), hostclass.SocketMount) {
+			return ex, true
 		}
 		// It could not reach the port: its exit code and complaint say
 		// why (the caller explains "Connection refused").
-		return s.processExit(ctx, x, exited)
+		return ex, false
 	}
 	defer uc.Close()
 	_ = uc.SetReadBuffer(1 << 20)
@@ -321,10 +341,10 @@ func (s *Server) bridgeSocket(ctx context.Context, ws *websocket.Conn, lower *se
 	uc.Close()
 	select {
 	case <-clientGone:
-		return session.Exit{Code: -1}
+		return session.Exit{Code: -1}, false
 	default:
 	}
-	return s.processExit(ctx, x, exited)
+	return s.processExit(ctx, x, exited), false
 }
 
 // drain reads what c already holds into buf without waiting, so that

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -125,19 +126,32 @@ func TestProxyKilledLeavesNothing(t *testing.T) {
 }
 
 // TestProxyPaths: socat carries a session through a unix socket in the
-// container's socket directory; a container without that directory (one
-// made before the server kept them) gets socat on its stdio instead.
-// Either way the bytes arrive, the half-close reaches the service, and
-// nothing is left behind: no connector, no socket file.
+// container's socket directory. When the directory the container sees is
+// not the server's any more (replaced on the host), socat cannot reach
+// the socket and the session carries on through socat's stdio; a
+// container without a directory (one made before the server kept them)
+// gets socat on its stdio from the start. Each way the bytes arrive, the
+// half-close reaches the service, and nothing is left behind: no
+// connector, no socket file.
 func TestProxyPaths(t *testing.T) {
 	w := setup(t)
 	_, id := w.box(t, "sshd")
 	dir := filepath.Join(w.dataDir, "sessions")
 	for _, path := range []struct{ name, arg string }{
 		{"socket", "UNIX-CONNECT:" + hostclass.SocketMount + "/"},
+		{"replaced", "STDIO"},
 		{"stdio", "STDIO"},
 	} {
-		if path.name == "stdio" {
+		switch path.name {
+		case "replaced":
+			mine := filepath.Join(dir, strings.ReplaceAll(id, "-", "")[:16])
+			if err := os.RemoveAll(mine); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(mine, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		case "stdio":
 			if err := w.srv.Host.RemoveSockets(id); err != nil {
 				t.Fatal(err)
 			}
