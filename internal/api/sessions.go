@@ -321,14 +321,18 @@ func (s *Server) bridgeSocket(ctx context.Context, ws *websocket.Conn, lower *se
 
 	clientGone := s.passInput(ctx, ws, uc, x, uc.Close)
 	out := &frameWriter{ws: ws, ctx: ctx, kind: session.KindData, lower: lower}
-	buf := make([]byte, 512<<10)
+	// Read after room for the kind byte: each message goes out as it
+	// was read, uncopied.
+	msg := make([]byte, 1+512<<10)
+	msg[0] = session.KindData
+	buf := msg[1:]
 	for {
 		n, err := uc.Read(buf)
 		if n > 0 && err == nil {
 			n += drain(uc, buf[n:])
 		}
 		if n > 0 {
-			if _, werr := out.Write(buf[:n]); werr != nil {
+			if werr := out.send(msg[:1+n]); werr != nil {
 				break
 			}
 		}
@@ -463,19 +467,24 @@ type frameWriter struct {
 
 func (f *frameWriter) Write(p []byte) (int, error) {
 	f.buf = append(append(f.buf[:0], f.kind), p...)
+	if err := f.send(f.buf); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// send sends msg, its kind byte included, as one message.
+func (f *frameWriter) send(msg []byte) error {
 	if f.lower != nil {
 		f.lower.Hold()
 	}
-	err := f.ws.Write(f.ctx, websocket.MessageBinary, f.buf)
+	err := f.ws.Write(f.ctx, websocket.MessageBinary, msg)
 	if f.lower != nil {
 		if rerr := f.lower.Release(); err == nil {
 			err = rerr
 		}
 	}
-	if err != nil {
-		return 0, err
-	}
-	return len(p), nil
+	return err
 }
 
 type stderrSink interface {

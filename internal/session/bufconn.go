@@ -16,7 +16,7 @@ type BufConn struct {
 	r *bufio.Reader
 
 	mu      sync.Mutex
-	holding bool
+	holding int
 	w       []byte
 }
 
@@ -30,26 +30,29 @@ func (b *BufConn) Read(p []byte) (int, error) { return b.r.Read(p) }
 func (b *BufConn) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.holding {
+	if b.holding == 0 {
 		return b.Conn.Write(p)
 	}
 	b.w = append(b.w, p...)
 	return len(p), nil
 }
 
-// Hold starts gathering writes.
+// Hold starts gathering writes. Holds nest: writes are gathered until
+// each Hold has had its Release.
 func (b *BufConn) Hold() {
 	b.mu.Lock()
-	b.holding = true
+	b.holding++
 	b.mu.Unlock()
 }
 
-// Release sends what was gathered and stops gathering.
+// Release ends a Hold; the last one sends what was gathered.
 func (b *BufConn) Release() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.holding = false
-	if len(b.w) == 0 {
+	if b.holding > 0 {
+		b.holding--
+	}
+	if b.holding > 0 || len(b.w) == 0 {
 		return nil
 	}
 	_, err := b.Conn.Write(b.w)

@@ -44,6 +44,18 @@ func TestBufConnGathersWhileHeld(t *testing.T) {
 	if err := b.Release(); err != nil || under.writes != 2 {
 		t.Fatalf("a Release with nothing held wrote (%d writes, %v)", under.writes, err)
 	}
+	// Nested holds: only the last Release sends.
+	b.Hold()
+	b.Hold()
+	_, _ = b.Write([]byte("x"))
+	_ = b.Release()
+	if under.writes != 2 {
+		t.Fatalf("an inner Release sent the gathered writes (%d writes)", under.writes)
+	}
+	_ = b.Release()
+	if under.writes != 3 {
+		t.Fatalf("the outer Release did not send (%d writes)", under.writes)
+	}
 }
 
 // TestBufConnReads: reads through the buffer lose and reorder nothing.
