@@ -11,8 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // SocketMount is where a container sees its session sockets: a
@@ -185,18 +183,11 @@ func (s *SessionSocket) Accept(ctx context.Context, x Process, exited <-chan str
 // this server cannot see (it runs in another pid namespace than the
 // daemon's processes) cannot be checked and is taken on trust.
 func (s *SessionSocket) fromExec(ctx context.Context, c *net.UnixConn, x Process) bool {
-	raw, err := c.SyscallConn()
+	pid, err := peerPid(c)
 	if err != nil {
 		return false
 	}
-	var cred *unix.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil || cerr != nil {
-		return false
-	}
-	if cred.Pid == 0 {
+	if pid == 0 {
 		return true
 	}
 	// The daemon records the exec's pid a moment after the process
@@ -207,7 +198,7 @@ func (s *SessionSocket) fromExec(ctx context.Context, c *net.UnixConn, x Process
 			return false
 		}
 		if st.Pid != 0 || !st.Running && i > 0 {
-			return int(cred.Pid) == st.Pid
+			return pid == st.Pid
 		}
 		select {
 		case <-ctx.Done():
