@@ -42,13 +42,17 @@ func connContext(ctx context.Context, c net.Conn) context.Context {
 	return context.WithValue(ctx, connKey{}, c)
 }
 
-// streamConn is the BufConn under r's connection, or nil when it has
-// none (a server not made by HTTPServer on Listen).
+// streamConn is the BufConn under r's connection, set to read in large
+// pieces for the session r opens, or nil when it has none (a server not
+// made by HTTPServer on Listen).
 func streamConn(r *http.Request) *session.BufConn {
 	c, _ := r.Context().Value(connKey{}).(net.Conn)
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
 	}
 	b, _ := c.(*session.BufConn)
+	if b != nil {
+		b.ReadLarge()
+	}
 	return b
 }

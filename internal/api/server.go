@@ -37,6 +37,8 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[*hostclass.Exec]struct{}
+	// socketless holds the containers whose session sockets failed.
+	socketless map[string]bool
 }
 
 // track records a session's process while it runs; the returned func
@@ -111,6 +113,15 @@ func (s *Server) Prepare(ctx context.Context) error {
 		return err
 	}
 	s.reap(ctx)
+	if cs, err := s.Store.Containers(ctx, ""); err == nil {
+		ids := make([]string, len(cs))
+		for i, c := range cs {
+			ids[i] = c.ID
+		}
+		if err := s.Host.PruneSockets(ids); err != nil {
+			s.Log.Warn("prune session socket directories", "err", err)
+		}
+	}
 	return nil
 }
 

@@ -88,18 +88,9 @@ func (s *Server) proxySession(w http.ResponseWriter, r *http.Request, who store.
 	// socket directory and the connector can dial one; else through the
 	// connector's stdio.
 	cmd := conn.Command(port)
-	sock, err := s.Host.ListenSession(c.ID)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
+	sock := s.sessionSocket(c.ID, conn)
 	if sock != nil {
-		if sc, ok := conn.SocketCommand(port, sock.Path); ok {
-			cmd = sc
-		} else {
-			sock.Close()
-			sock = nil
-		}
+		cmd, _ = conn.SocketCommand(port, sock.Path)
 	}
 	x, err := s.Host.StartExec(ctx, c.EngineID, hostclass.ExecSpec{Cmd: cmd})
 	if err != nil {
@@ -124,15 +115,19 @@ func (s *Server) proxySession(w http.ResponseWriter, r *http.Request, who store.
 	stderr := &connectorErrors{conn: conn, x: x}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // after finish: ending ctx closes ws
+	go session.KeepAlive(ctx, ws, s.Keepalive, func() { log.Info("session peer stopped answering pings") })
 	lower := streamConn(r)
 	var ex session.Exit
 	stdio := sock == nil
 	if sock != nil {
-		ex, stdio = s.bridgeSocket(ctx, ws, lower, x, sock, stderr, log)
-		if stdio {
+		var why error
+		ex, why = s.bridgeSocket(ctx, ws, lower, x, sock, stderr)
+		if stdio = why != nil; stdio {
 			// The socket was out of socat's reach (a directory replaced
-			// on the host, a security module): carry on as without one.
-			log.Warn("the connector could not reach its session socket; using docker exec's stdio", "complaint", strings.TrimSpace(stderr.text()))
+			// on the host, a security module), or its connection could
+			// not be checked: carry on as without one, from now on.
+			s.noSockets(c.ID)
+			log.Warn("session socket unusable; using docker exec's stdio", "why", why.Error(), "complaint", strings.TrimSpace(stderr.text()))
 			x, err = s.Host.StartExec(ctx, c.EngineID, hostclass.ExecSpec{Cmd: conn.Command(port)})
 			if err != nil {
 				ex = session.Exit{Code: -1, Error: fmt.Sprintf("start the connector (%s) in container %s: %v", conn, c.Name, err), Kind: session.ErrFailed}
@@ -142,7 +137,7 @@ func (s *Server) proxySession(w http.ResponseWriter, r *http.Request, who store.
 		}
 	}
 	if stdio {
-		ex = s.bridge(ctx, ws, lower, x, stderr, log)
+		ex = s.bridge(ctx, ws, lower, x, stderr)
 	}
 	if ex.Code != 0 && session.Refused(stderr.text()) {
 		ex.Kind = session.ErrNotListening
@@ -228,10 +223,8 @@ func waitExec(ctx context.Context, x *hostclass.Exec) (hostclass.ExecState, erro
 // to report. ctx must outlive the call until the exit is sent: ending it
 // closes ws. lower, when not nil, is the connection under ws (see
 // frameWriter).
-func (s *Server) bridge(ctx context.Context, ws *websocket.Conn, lower *session.BufConn, x *hostclass.Exec, stderr stderrSink, log interface {
-	Info(string, ...any)
-}) session.Exit {
-	defer s.attend(ctx, ws, x, log)()
+func (s *Server) bridge(ctx context.Context, ws *websocket.Conn, lower *session.BufConn, x *hostclass.Exec, stderr stderrSink) session.Exit {
+	defer s.attend(ctx, x)()
 	clientGone := s.passInput(ctx, ws, x, x, x.Close)
 	out := &frameWriter{ws: ws, ctx: ctx, kind: session.KindData, lower: lower}
 	var startErr *hostclass.StartError
@@ -251,15 +244,11 @@ func (s *Server) bridge(ctx context.Context, ws *websocket.Conn, lower *session.
 }
 
 // attend watches over a session's process x while the session runs: it
-// is tracked (EndSessions), and the client pinged. The returned func,
-// called when the session ends, kills x and everything it started: a
-// docker exec outlives its connection, and a session leaves nothing
-// behind in the container.
-func (s *Server) attend(ctx context.Context, ws *websocket.Conn, x *hostclass.Exec, log interface {
-	Info(string, ...any)
-}) func() {
+// is tracked (EndSessions). The returned func, called when the session
+// ends, kills x and everything it started: a docker exec outlives its
+// connection, and a session leaves nothing behind in the container.
+func (s *Server) attend(ctx context.Context, x *hostclass.Exec) func() {
 	forget := s.track(x)
-	go session.KeepAlive(ctx, ws, s.Keepalive, func() { log.Info("session peer stopped answering pings") })
 	return func() {
 		_ = x.Kill(context.WithoutCancel(ctx))
 		x.Close()
@@ -288,12 +277,11 @@ func (s *Server) passInput(ctx context.Context, ws *websocket.Conn, in input, x 
 // The session's output ends when the port's side of the connection
 // does; the connector is then told its input ended too, and exits.
 //
-// It reports stdio true, having sent nothing, when the connector could
-// not reach sock: the session can go on through a connector's stdio.
-func (s *Server) bridgeSocket(ctx context.Context, ws *websocket.Conn, lower *session.BufConn, x *hostclass.Exec, sock *hostclass.SessionSocket, stderr *connectorErrors, log interface {
-	Info(string, ...any)
-}) (ex session.Exit, stdio bool) {
-	defer s.attend(ctx, ws, x, log)()
+// When the connector could not reach sock, or its connection could not
+// be told from another process's, it returns why, having sent nothing:
+// the session can go on through a connector's stdio.
+func (s *Server) bridgeSocket(ctx context.Context, ws *websocket.Conn, lower *session.BufConn, x *hostclass.Exec, sock *hostclass.SessionSocket, stderr *connectorErrors) (session.Exit, error) {
+	defer s.attend(ctx, x)()
 	defer sock.Close()
 
 	exited := make(chan struct{})
@@ -303,17 +291,19 @@ func (s *Server) bridgeSocket(ctx context.Context, ws *websocket.Conn, lower *se
 	}()
 	uc, err := sock.Accept(ctx, x, exited, 30*time.Second)
 	sock.Close()
-	if err != nil {
-		if !errors.Is(err, hostclass.ErrConnectorGone) {
-			return session.Exit{Code: -1, Error: "the connector: " + err.Error(), Kind: session.ErrFailed}, false
-		}
+	switch {
+	case errors.Is(err, hostclass.ErrUnverified):
+		return session.Exit{}, err
+	case errors.Is(err, hostclass.ErrConnectorGone):
+		// socat dials the socket first: a complaint about it means the
+		// socket was out of reach, and the port was never touched.
 		ex := s.processExit(ctx, x, exited)
 		if strings.Contains(stderr.text(), hostclass.SocketMount) {
-			return ex, true
+			return ex, errors.New("the connector could not reach its socket")
 		}
-		// It could not reach the port: its exit code and complaint say
-		// why (the caller explains "Connection refused").
-		return ex, false
+		return ex, nil
+	case err != nil:
+		return session.Exit{Code: -1, Error: "the connector: " + err.Error(), Kind: session.ErrFailed}, nil
 	}
 	defer uc.Close()
 	_ = uc.SetReadBuffer(1 << 20)
@@ -345,10 +335,44 @@ func (s *Server) bridgeSocket(ctx context.Context, ws *websocket.Conn, lower *se
 	uc.Close()
 	select {
 	case <-clientGone:
-		return session.Exit{Code: -1}, false
+		return session.Exit{Code: -1}, nil
 	default:
 	}
-	return s.processExit(ctx, x, exited), false
+	// A refused port shows here too: socat connected to the socket, then
+	// failed to reach the port and exited (the caller explains it).
+	return s.processExit(ctx, x, exited), nil
+}
+
+// sessionSocket is a socket for conn to carry a session in container
+// id, or nil for the connector's stdio: conn cannot dial one, the
+// container has no socket directory, or its socket failed before.
+func (s *Server) sessionSocket(id string, conn session.Connector) *hostclass.SessionSocket {
+	if !conn.DialsSockets() {
+		return nil
+	}
+	s.mu.Lock()
+	failed := s.socketless[id]
+	s.mu.Unlock()
+	if failed {
+		return nil
+	}
+	sock, err := s.Host.ListenSession(id)
+	if err != nil {
+		s.Log.Warn("session socket unusable; using docker exec's stdio", "container", id, "why", err.Error())
+		return nil
+	}
+	return sock
+}
+
+// noSockets makes container id's sessions use their connector's stdio
+// from now on.
+func (s *Server) noSockets(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.socketless == nil {
+		s.socketless = map[string]bool{}
+	}
+	s.socketless[id] = true
 }
 
 // drain reads what c already holds into buf without waiting, so that
@@ -575,8 +599,9 @@ func (s *Server) execSession(w http.ResponseWriter, r *http.Request, who store.T
 	begin := time.Now()
 	ctx, stop := context.WithCancel(ctx)
 	defer stop() // after finish: ending ctx closes ws
+	go session.KeepAlive(ctx, ws, s.Keepalive, func() { log.Info("session peer stopped answering pings") })
 	lower := streamConn(r)
-	ex := s.bridge(ctx, ws, lower, x, &frameWriter{ws: ws, ctx: ctx, kind: session.KindStderr, lower: lower}, log)
+	ex := s.bridge(ctx, ws, lower, x, &frameWriter{ws: ws, ctx: ctx, kind: session.KindStderr, lower: lower})
 	s.finish(ws, ex)
 	log.Info("session closed", "duration_ms", time.Since(begin).Milliseconds(), "exit", ex.Code)
 }

@@ -65,7 +65,7 @@ fingerprint when it pins it. Logs are JSON lines on stderr.`,
 			}
 			host.SocketRoot = filepath.Join(dir, "sessions")
 			if !host.SocketsUsable() {
-				log.Warn("session sockets are off: the data directory's path is too long for a unix socket's; sessions go through docker exec's stdio, which is slower. Pick a shorter --data to turn them on",
+				log.Warn("session sockets are off: the data directory's path is too long for a unix socket's, or holds a comma or a double quote; sessions go through docker exec's stdio, which is slower. Pick a shorter, plainer --data to turn them on",
 					"dir", host.SocketRoot)
 			}
 			srv := &api.Server{Store: st, Host: host, Log: log, MaxLifetime: maxLife, DefaultLifetime: defLife}

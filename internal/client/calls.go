@@ -145,6 +145,9 @@ func (c *Client) Session(ctx context.Context, ref, kind string, q url.Values) (*
 		u.Scheme = "ws"
 	}
 	hc, batcher := c.sessionHTTP()
+	// A refused session leaves its connection idle in a transport made
+	// for it alone; an upgraded one is not idle, and stays.
+	defer hc.CloseIdleConnections()
 	ws, resp, err := websocket.Dial(ctx, u.String(), &websocket.DialOptions{
 		HTTPClient:      hc,
 		HTTPHeader:      c.Header(),
@@ -198,6 +201,7 @@ func (c *Client) sessionHTTP() (*http.Client, func() *frameBatcher) {
 			cfg.ServerName, _, _ = net.SplitHostPort(addr)
 			cfg.NextProtos = []string{"http/1.1"}
 			lower := session.NewBufConn(raw)
+			lower.ReadLarge()
 			tc := tls.Client(lower, cfg)
 			hctx, cancel := context.WithTimeout(ctx, dialTimeout)
 			defer cancel()

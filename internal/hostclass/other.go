@@ -14,3 +14,5 @@ var errLinuxOnly = errors.New("the host compute class needs Linux")
 func peerPid(*net.UnixConn) (int, error) { return 0, errLinuxOnly }
 
 func killTree(int) error { return errLinuxOnly }
+
+func descends(int, int) bool { return false }

@@ -2,6 +2,9 @@ package hostclass
 
 import (
 	"net"
+	"os"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -24,4 +27,34 @@ func peerPid(c *net.UnixConn) (int, error) {
 		return 0, cerr
 	}
 	return int(cred.Pid), nil
+}
+
+// descends reports whether process pid was started, directly or not, by
+// process ancestor (for a connector run through a wrapper script that
+// does not exec it). It follows parents through /proc.
+func descends(pid, ancestor int) bool {
+	for range 32 {
+		data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return false
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		_, rest, ok := strings.Cut(string(data[strings.LastIndexByte(string(data), ')')+1:]), " ")
+		if !ok {
+			return false
+		}
+		f := strings.Fields(rest)
+		if len(f) < 2 {
+			return false
+		}
+		ppid, err := strconv.Atoi(f[1])
+		if err != nil || ppid <= 1 {
+			return false
+		}
+		if ppid == ancestor {
+			return true
+		}
+		pid = ppid
+	}
+	return false
 }

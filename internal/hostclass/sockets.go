@@ -33,7 +33,9 @@ const (
 // SocketsUsable reports whether the host keeps session sockets: it has
 // a SocketRoot, short enough for a socket's path inside it.
 func (h *Host) SocketsUsable() bool {
-	return h.SocketRoot != "" && len(h.SocketRoot)+1+socketDirSize+1+socketNameSize <= maxSocketPath
+	// The root also goes into docker's --mount, whose value is CSV.
+	return h.SocketRoot != "" && len(h.SocketRoot)+1+socketDirSize+1+socketNameSize <= maxSocketPath &&
+		!strings.ContainsAny(h.SocketRoot, ",\"\n")
 }
 
 // socketDir is container id's directory of session sockets on the host,
@@ -65,6 +67,34 @@ func (h *Host) makeSocketDir(id string) ([]string, error) {
 		return nil, err
 	}
 	return []string{"--mount", "type=bind,source=" + dir + ",target=" + SocketMount + ",readonly"}, nil
+}
+
+// PruneSockets deletes the socket directories of containers not in ids
+// (removed while the server was not looking, or whose removal failed
+// half-way).
+func (h *Host) PruneSockets(ids []string) error {
+	if !h.SocketsUsable() {
+		return nil
+	}
+	keep := map[string]bool{}
+	for _, id := range ids {
+		keep[filepath.Base(h.socketDir(id))] = true
+	}
+	entries, err := os.ReadDir(h.SocketRoot)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.IsDir() && !keep[e.Name()] {
+			if err := os.RemoveAll(filepath.Join(h.SocketRoot, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // RemoveSockets deletes container id's socket directory.
@@ -119,33 +149,64 @@ func (s *SessionSocket) Close() error { return s.ln.Close() }
 // connecting.
 var ErrConnectorGone = errors.New("the connector ended before it connected")
 
+// ErrUnverified is Accept's answer when it cannot tell the connector's
+// connection from another process's: the server cannot see the peer's
+// pid (it runs in another pid namespace than the daemon's processes), or
+// too many other processes dialled first. The session should go through
+// the connector's stdio instead.
+var ErrUnverified = errors.New("the connector's connection cannot be told from another process's")
+
+// maxRefused is how many connections from other processes Accept turns
+// away before it gives up.
+const maxRefused = 32
+
 // Process is what Accept asks about the connector: an *Exec.
 type Process interface {
 	State(ctx context.Context) (ExecState, error)
 }
 
-// Accept waits for process x to connect, refusing connections from any
-// other process (another program in the container that found the
-// socket). It gives up when exited is closed (x ended) and nothing
+// Accept waits for process x (or a process it started) to connect,
+// refusing connections from any other process, which may have found the
+// socket too. It gives up when exited is closed (x ended) and nothing
 // connected, when ctx ends, or after timeout.
 func (s *SessionSocket) Accept(ctx context.Context, x Process, exited <-chan struct{}, timeout time.Duration) (*net.UnixConn, error) {
 	type result struct {
 		c   *net.UnixConn
 		err error
 	}
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	got := make(chan result, 1)
 	go func() {
+		execPid, refused := 0, 0
 		for {
 			c, err := s.ln.AcceptUnix()
 			if err != nil {
 				got <- result{err: err}
 				return
 			}
-			if s.fromExec(ctx, c, x) {
+			pid, err := peerPid(c)
+			if err != nil || pid == 0 {
+				c.Close()
+				got <- result{err: ErrUnverified}
+				return
+			}
+			if execPid == 0 {
+				if execPid, err = execPidOf(actx, x); err != nil {
+					c.Close()
+					got <- result{err: err}
+					return
+				}
+			}
+			if pid == execPid || descends(pid, execPid) {
 				got <- result{c: c}
 				return
 			}
 			c.Close()
+			if refused++; refused >= maxRefused {
+				got <- result{err: ErrUnverified}
+				return
+			}
 		}
 	}()
 	give := time.NewTimer(timeout)
@@ -164,13 +225,14 @@ func (s *SessionSocket) Accept(ctx context.Context, x Process, exited <-chan str
 			exited = nil
 		case <-ctx.Done():
 			s.ln.Close()
-			r := <-got
-			if r.c != nil {
+			cancel()
+			if r := <-got; r.c != nil {
 				r.c.Close()
 			}
 			return nil, ctx.Err()
 		case <-give.C:
 			s.ln.Close()
+			cancel()
 			if r := <-got; r.c != nil {
 				return r.c, nil
 			}
@@ -179,32 +241,21 @@ func (s *SessionSocket) Accept(ctx context.Context, x Process, exited <-chan str
 	}
 }
 
-// fromExec reports whether c's peer is x's process. A peer whose pid
-// this server cannot see (it runs in another pid namespace than the
-// daemon's processes) cannot be checked and is taken on trust.
-func (s *SessionSocket) fromExec(ctx context.Context, c *net.UnixConn, x Process) bool {
-	pid, err := peerPid(c)
-	if err != nil {
-		return false
-	}
-	if pid == 0 {
-		return true
-	}
-	// The daemon records the exec's pid a moment after the process
-	// starts, and a connector may be quicker than that.
-	for i := 0; i < 100; i++ {
+// execPidOf is x's pid on this host. The daemon records it a moment
+// after the process starts, and a connector may be quicker than that.
+func execPidOf(ctx context.Context, x Process) (int, error) {
+	for i := 0; ; i++ {
 		st, err := x.State(ctx)
 		if err != nil {
-			return false
+			return 0, err
 		}
 		if st.Pid != 0 || !st.Running && i > 0 {
-			return pid == st.Pid
+			return st.Pid, nil
 		}
 		select {
 		case <-ctx.Done():
-			return false
+			return 0, ctx.Err()
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	return false
 }

@@ -147,3 +147,84 @@ func TestSessionSocketsOnlyWhereTheyFit(t *testing.T) {
 		t.Fatal("a host without a socket root is taken as keeping sockets")
 	}
 }
+
+// TestPruneSockets: directories of containers the server no longer has
+// go; those of the containers it has stay.
+func TestPruneSockets(t *testing.T) {
+	h, id := socketHost(t)
+	gone := "9d1c0c55-0000-4000-8000-000000000000"
+	if _, err := h.makeSocketDir(gone); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.PruneSockets([]string{id}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(h.socketDir(id)); err != nil {
+		t.Fatalf("a kept container's directory: %v", err)
+	}
+	if _, err := os.Stat(h.socketDir(gone)); !os.IsNotExist(err) {
+		t.Fatalf("a gone container's directory is still there: %v", err)
+	}
+}
+
+// TestSessionSocketWrappedConnector: a connector run through a wrapper
+// that does not exec it connects from a child of the process docker
+// started, and is accepted.
+func TestSessionSocketWrappedConnector(t *testing.T) {
+	if _, err := exec.LookPath("socat"); err != nil {
+		t.Skip("socat is not installed: scripts/setup.sh installs it")
+	}
+	h, id := socketHost(t)
+	sock, err := h.ListenSession(id)
+	if err != nil || sock == nil {
+		t.Fatalf("ListenSession: %v, %v", sock, err)
+	}
+	defer sock.Close()
+	wrapper := exec.Command("sh", "-c", `socat - "UNIX-CONNECT:$1"; true`, "sh", hostPath(h, id, sock))
+	wrapper.Stdin = strings.NewReader("through a wrapper\n")
+	if err := wrapper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer wrapper.Wait()
+	c, err := sock.Accept(context.Background(), pidOf{func() int { return wrapper.Process.Pid }}, nil, 10*time.Second)
+	if err != nil {
+		t.Fatalf("Accept refused the wrapped connector: %v", err)
+	}
+	defer c.Close()
+	if got, _ := io.ReadAll(c); string(got) != "through a wrapper\n" {
+		t.Fatalf("read %q", got)
+	}
+}
+
+// TestSessionSocketFlooded: a process in the container that keeps
+// dialling the socket makes Accept give up with ErrUnverified (the
+// session then uses stdio), not wait forever.
+func TestSessionSocketFlooded(t *testing.T) {
+	h, id := socketHost(t)
+	sock, err := h.ListenSession(id)
+	if err != nil || sock == nil {
+		t.Fatalf("ListenSession: %v, %v", sock, err)
+	}
+	defer sock.Close()
+	path := hostPath(h, id, sock)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if c, err := net.Dial("unix", path); err == nil {
+				c.Close()
+			} else {
+				return
+			}
+		}
+	}()
+	_, err = sock.Accept(context.Background(), pidOf{func() int { return 1 }}, nil, time.Minute)
+	if !errors.Is(err, ErrUnverified) {
+		t.Fatalf("Accept under a flood: %v, want ErrUnverified", err)
+	}
+}

@@ -4,16 +4,18 @@ import (
 	"bufio"
 	"net"
 	"sync"
+	"sync/atomic"
 )
 
 // BufConn is the TCP connection under a session stream's TLS, on either
 // side. TLS reads one record (16 KiB at most) at a time, and writes each
-// record as it seals it: BufConn reads in large pieces, and between Hold
-// and Release it gathers writes, so that the records of one message
-// leave in one system call. Outside Hold, writes go straight through.
+// record as it seals it: after ReadLarge, BufConn reads in large pieces,
+// and between Hold and Release it gathers writes, so that the records of
+// one message leave in one system call. Outside Hold, writes go straight
+// through.
 type BufConn struct {
 	net.Conn
-	r *bufio.Reader
+	r atomic.Pointer[bufio.Reader]
 
 	mu      sync.Mutex
 	holding int
@@ -22,10 +24,24 @@ type BufConn struct {
 
 // NewBufConn wraps c.
 func NewBufConn(c net.Conn) *BufConn {
-	return &BufConn{Conn: c, r: bufio.NewReaderSize(c, 256<<10)}
+	return &BufConn{Conn: c}
 }
 
-func (b *BufConn) Read(p []byte) (int, error) { return b.r.Read(p) }
+// ReadLarge makes reads go through a 256 KiB buffer from now on. Only a
+// connection that carries a session needs one: a server does not give
+// each connection it accepts this much before it knows what it is for.
+func (b *BufConn) ReadLarge() {
+	if b.r.Load() == nil {
+		b.r.CompareAndSwap(nil, bufio.NewReaderSize(b.Conn, 256<<10))
+	}
+}
+
+func (b *BufConn) Read(p []byte) (int, error) {
+	if r := b.r.Load(); r != nil {
+		return r.Read(p)
+	}
+	return b.Conn.Read(p)
+}
 
 func (b *BufConn) Write(p []byte) (int, error) {
 	b.mu.Lock()

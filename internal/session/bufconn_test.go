@@ -67,7 +67,14 @@ func TestBufConnReads(t *testing.T) {
 		_, _ = a.Write(want)
 		a.Close()
 	}()
-	got, err := io.ReadAll(b)
+	// Part before ReadLarge, the rest after.
+	head := make([]byte, 1000)
+	if _, err := io.ReadFull(b, head); err != nil {
+		t.Fatal(err)
+	}
+	b.ReadLarge()
+	rest, err := io.ReadAll(b)
+	got := append(head, rest...)
 	if err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("read %d bytes (%v), want the %d written", len(got), err, len(want))
 	}

@@ -80,20 +80,26 @@ exit 0`}
 	panic(fmt.Sprintf("unknown connector %q", c))
 }
 
+// DialsSockets reports whether the connector can carry a session
+// through a unix socket (see SocketCommand).
+func (c Connector) DialsSockets() bool { return c == Socat }
+
 // SocketCommand is the connector's command line for port when the
 // session's bytes move through the unix socket at path rather than
 // through the connector's stdio; ok is false for a connector that cannot
-// dial a unix socket. socat connects to the port first, so a port with
-// nothing listening ends it before it dials the socket, with "Connection
-// refused" on stderr. When the port's side ends, socat half-closes the
-// socket, which the server reads as the end of the session's output. -t:
-// after one direction ends, the other may stay idle this long (the
-// server ends socat when the session ends). -b: 128 KiB transfers.
+// dial a unix socket. socat dials the socket first, so a socket out of
+// its reach fails before the port is touched; a port with nothing
+// listening then ends it with "Connection refused" on stderr. When the
+// port's side ends, socat half-closes the socket, which the server reads
+// as the end of the session's output. -t: after one direction ends, the
+// other may stay idle this long (the server ends socat when the session
+// ends). -b: 512 KiB transfers.
 func (c Connector) SocketCommand(port int, path string) (cmd []string, ok bool) {
-	if c != Socat {
+	if !c.DialsSockets() {
 		return nil, false
 	}
-	return []string{"socat", "-t", "86400", "-b", "524288", "TCP:127.0.0.1:" + strconv.Itoa(port) + ",nodelay", "UNIX-CONNECT:" + path + ",sndbuf=1048576,rcvbuf=1048576"}, true
+	return []string{"socat", "-t", "86400", "-b", "524288",
+		"UNIX-CONNECT:" + path + ",sndbuf=1048576,rcvbuf=1048576", "TCP:127.0.0.1:" + strconv.Itoa(port) + ",nodelay"}, true
 }
 
 // VersionProbe is a harmless command that exists exactly when c does,
