@@ -90,13 +90,11 @@ func (s *Server) proxySession(w http.ResponseWriter, r *http.Request, who store.
 	cmd := conn.Command(port)
 	sock := s.sessionSocket(c.ID, conn)
 	if sock != nil {
+		defer sock.Close()
 		cmd, _ = conn.SocketCommand(port, sock.Path)
 	}
 	x, err := s.Host.StartExec(ctx, c.EngineID, hostclass.ExecSpec{Cmd: cmd})
 	if err != nil {
-		if sock != nil {
-			sock.Close()
-		}
 		writeError(w, fmt.Errorf("start the connector (%s) in container %s: %w", conn, c.Name, err))
 		return
 	}
@@ -104,9 +102,6 @@ func (s *Server) proxySession(w http.ResponseWriter, r *http.Request, who store.
 	if err != nil {
 		_ = x.Kill(context.WithoutCancel(ctx))
 		x.Close()
-		if sock != nil {
-			sock.Close()
-		}
 		return
 	}
 	log := s.Log.With("owner", who.Owner, "container", c.ID, "kind", "proxy", "port", port, "connector", string(conn), "socket", sock != nil)
@@ -282,15 +277,13 @@ func (s *Server) passInput(ctx context.Context, ws *websocket.Conn, in input, x 
 // the session can go on through a connector's stdio.
 func (s *Server) bridgeSocket(ctx context.Context, ws *websocket.Conn, lower *session.BufConn, x *hostclass.Exec, sock *hostclass.SessionSocket, stderr *connectorErrors) (session.Exit, error) {
 	defer s.attend(ctx, x)()
-	defer sock.Close()
-
 	exited := make(chan struct{})
 	go func() {
 		defer close(exited)
 		_ = x.Output(io.Discard, stderr)
 	}()
 	uc, err := sock.Accept(ctx, x, exited, 30*time.Second)
-	sock.Close()
+	sock.Close() // no one else may connect; the file goes at once
 	switch {
 	case errors.Is(err, hostclass.ErrUnverified):
 		return session.Exit{}, err
@@ -313,7 +306,7 @@ func (s *Server) bridgeSocket(ctx context.Context, ws *websocket.Conn, lower *se
 	out := &frameWriter{ws: ws, ctx: ctx, kind: session.KindData, lower: lower}
 	// Read after room for the kind byte: each message goes out as it
 	// was read, uncopied.
-	msg := make([]byte, 1+512<<10)
+	msg := make([]byte, 1+session.DataSize)
 	msg[0] = session.KindData
 	buf := msg[1:]
 	for {
@@ -427,7 +420,7 @@ type input interface {
 // streaming data through one buffer. Resizes reach in when it has a
 // terminal.
 func (s *Server) readInput(ctx context.Context, ws *websocket.Conn, in input) error {
-	buf := make([]byte, 512<<10)
+	buf := make([]byte, session.DataSize)
 	for {
 		_, r, err := ws.Reader(ctx)
 		if err != nil {

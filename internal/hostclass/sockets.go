@@ -142,7 +142,8 @@ func (h *Host) ListenSession(id string) (*SessionSocket, error) {
 	return &SessionSocket{Path: SocketMount + "/" + name, ln: ln}, nil
 }
 
-// Close stops listening and removes the socket's file.
+// Close stops listening and removes the socket's file; later calls do
+// nothing more.
 func (s *SessionSocket) Close() error { return s.ln.Close() }
 
 // ErrConnectorGone is Accept's answer when the connector ended without

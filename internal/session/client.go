@@ -77,7 +77,7 @@ func pump(ctx context.Context, c *websocket.Conn, stdin io.Reader) {
 		_ = c.Write(ctx, websocket.MessageBinary, []byte{KindCloseIn})
 		return
 	}
-	buf := make([]byte, 1+bufferSize)
+	buf := make([]byte, 1+DataSize)
 	buf[0] = KindData
 	for {
 		n, err := stdin.Read(buf[1:])
@@ -96,7 +96,7 @@ func pump(ctx context.Context, c *websocket.Conn, stdin io.Reader) {
 // receive writes data to stdout and stderr until the Exit, which it
 // returns. Messages are streamed through one buffer, not each allocated.
 func receive(ctx context.Context, c *websocket.Conn, stdout, stderr io.Writer) (*Exit, error) {
-	buf := make([]byte, bufferSize)
+	buf := make([]byte, DataSize)
 	for {
 		_, r, err := c.Reader(ctx)
 		if err != nil {

@@ -39,10 +39,13 @@ const (
 	KindResize   = 'r'
 	KindExit     = 'x'
 	MaxMessage   = 1 << 20
-	bufferSize   = 512 << 10
 	Subprotocol  = "chalk.session.v1"
 	pingDeadline = 15 * time.Second
 )
+
+// DataSize is the most data either side reads for one message, and so
+// puts in one.
+const DataSize = 512 << 10
 
 // Start is the first message of an exec session.
 type Start struct {
