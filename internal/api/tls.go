@@ -4,11 +4,9 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -19,13 +17,6 @@ import (
 	"path/filepath"
 	"time"
 )
-
-// Fingerprint is how the client names (and pins) a server certificate:
-// the SHA-256 of its DER bytes.
-func Fingerprint(der []byte) string {
-	sum := sha256.Sum256(der)
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
 
 // LoadCertificate reads the given certificate and key, or, when both are
 // empty, the self-signed pair in dataDir, making it on first use. The

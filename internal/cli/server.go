@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chalk-rl/chalk/internal/api"
+	"github.com/chalk-rl/chalk/internal/client"
 	"github.com/chalk-rl/chalk/internal/hint"
 	"github.com/chalk-rl/chalk/internal/hostclass"
 	"github.com/chalk-rl/chalk/internal/store"
@@ -79,7 +80,7 @@ fingerprint when it pins it. Logs are JSON lines on stderr.`,
 			}
 			hs := srv.HTTPServer(cert, slog.NewLogLogger(log.Handler(), slog.LevelWarn))
 			go srv.Run(ctx)
-			log.Info("serving", "url", "https://"+ln.Addr().String(), "fingerprint", api.Fingerprint(cert.Certificate[0]), "data", dir)
+			log.Info("serving", "url", "https://"+ln.Addr().String(), "fingerprint", client.Fingerprint(cert.Certificate[0]), "data", dir)
 			errc := make(chan error, 1)
 			go func() { errc <- hs.ServeTLS(ln, "", "") }()
 			select {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chalk-rl/chalk/internal/api"
+	"github.com/chalk-rl/chalk/internal/client"
 	"github.com/chalk-rl/chalk/internal/hostclass"
 	"github.com/chalk-rl/chalk/internal/session"
 	"github.com/chalk-rl/chalk/internal/store"
@@ -141,7 +142,7 @@ func (w *world) start() error {
 	go hs.ServeTLS(ln, "", "")
 	w.srv, w.st = srv, st
 	w.url = "https://" + ln.Addr().String()
-	w.pin = api.Fingerprint(cert.Certificate[0])
+	w.pin = client.Fingerprint(cert.Certificate[0])
 	w.shutdown = func() {
 		cancel()
 		sctx, c2 := context.WithTimeout(ctx, 3*time.Second)
