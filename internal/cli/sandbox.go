@@ -18,14 +18,8 @@ func (a *app) sandboxCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sandbox",
 		Short: "Work with Chalk sandboxes from your own tools",
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return &usageError{err: fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath()),
-					help: fmt.Sprintf("see '%s --help'", cmd.CommandPath())}
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		Args:  groupArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(a.configureSSHCommand())
 	return cmd

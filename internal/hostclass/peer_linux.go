@@ -2,9 +2,6 @@ package hostclass
 
 import (
 	"net"
-	"os"
-	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -34,21 +31,8 @@ func peerPid(c *net.UnixConn) (int, error) {
 // does not exec it). It follows parents through /proc.
 func descends(pid, ancestor int) bool {
 	for range 32 {
-		data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
-			return false
-		}
-		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
-		_, rest, ok := strings.Cut(string(data[strings.LastIndexByte(string(data), ')')+1:]), " ")
-		if !ok {
-			return false
-		}
-		f := strings.Fields(rest)
-		if len(f) < 2 {
-			return false
-		}
-		ppid, err := strconv.Atoi(f[1])
-		if err != nil || ppid <= 1 {
+		ppid := parentOf(pid)
+		if ppid <= 1 {
 			return false
 		}
 		if ppid == ancestor {
