@@ -91,7 +91,7 @@ func (s *Server) proxySession(w http.ResponseWriter, r *http.Request, who store.
 	sock := s.sessionSocket(c.ID, conn)
 	if sock != nil {
 		defer sock.Close()
-		cmd, _ = conn.SocketCommand(port, sock.Path)
+		cmd = conn.SocketCommand(port, sock.Path)
 	}
 	x, err := s.Host.StartExec(ctx, c.EngineID, hostclass.ExecSpec{Cmd: cmd})
 	if err != nil {

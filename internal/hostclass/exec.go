@@ -19,11 +19,9 @@ import (
 
 // ExecSpec is a process to start inside a running container.
 type ExecSpec struct {
-	Cmd  []string
-	Env  []string
-	TTY  bool
-	User string
-	Dir  string
+	Cmd []string
+	Env []string
+	TTY bool
 	// Cols and Rows are the terminal's first size (TTY only).
 	Cols, Rows int
 }
@@ -111,12 +109,6 @@ func (h *Host) StartExec(ctx context.Context, engineID string, spec ExecSpec) (*
 	create := map[string]any{
 		"AttachStdin": true, "AttachStdout": true, "AttachStderr": true,
 		"Tty": spec.TTY, "Cmd": spec.Cmd, "Env": spec.Env,
-	}
-	if spec.User != "" {
-		create["User"] = spec.User
-	}
-	if spec.Dir != "" {
-		create["WorkingDir"] = spec.Dir
 	}
 	startBody := map[string]any{"Detach": false, "Tty": spec.TTY}
 	if spec.TTY && spec.Cols > 0 && spec.Rows > 0 {

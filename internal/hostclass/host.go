@@ -176,31 +176,27 @@ func hostname(name string) string {
 
 // State is what the engine says about a container.
 type State struct {
-	Exists    bool
-	Running   bool
-	ExitCode  int
-	StartedAt time.Time
-	IP        string
+	Exists   bool
+	Running  bool
+	ExitCode int
 }
 
 // Inspect reports the container's state; a missing container is not an
 // error (Exists is false).
 func (h *Host) Inspect(ctx context.Context, engineID string) (State, error) {
 	out, err := h.docker(ctx, nil, "inspect", "--type", "container", "--format",
-		"{{.State.Running}}\t{{.State.ExitCode}}\t{{.State.StartedAt}}\t{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}", engineID)
+		"{{.State.Running}}\t{{.State.ExitCode}}", engineID)
 	if err != nil {
 		if strings.Contains(strings.ToLower(err.Error()), "no such") {
 			return State{}, nil
 		}
 		return State{}, err
 	}
-	f := strings.SplitN(strings.TrimRight(string(out), "\n"), "\t", 4)
+	f := strings.SplitN(strings.TrimRight(string(out), "\n"), "\t", 2)
 	st := State{Exists: true}
-	if len(f) == 4 {
+	if len(f) == 2 {
 		st.Running = f[0] == "true"
 		fmt.Sscan(f[1], &st.ExitCode)
-		st.StartedAt, _ = time.Parse(time.RFC3339Nano, f[2])
-		st.IP = strings.TrimSpace(f[3])
 	}
 	return st, nil
 }

@@ -86,20 +86,20 @@ func (c Connector) DialsSockets() bool { return c == Socat }
 
 // SocketCommand is the connector's command line for port when the
 // session's bytes move through the unix socket at path rather than
-// through the connector's stdio; ok is false for a connector that cannot
-// dial a unix socket. socat dials the socket first, so a socket out of
-// its reach fails before the port is touched; a port with nothing
-// listening then ends it with "Connection refused" on stderr. When the
+// through the connector's stdio, for a connector that DialsSockets.
+// socat dials the socket first, so a socket out of its reach fails
+// before the port is touched; a port with nothing listening then ends it
+// with "Connection refused" on stderr. When the
 // port's side ends, socat half-closes the socket, which the server reads
 // as the end of the session's output. -t: after one direction ends, the
 // other may stay idle this long (the server ends socat when the session
 // ends). -b: 512 KiB transfers.
-func (c Connector) SocketCommand(port int, path string) (cmd []string, ok bool) {
+func (c Connector) SocketCommand(port int, path string) []string {
 	if !c.DialsSockets() {
-		return nil, false
+		panic(fmt.Sprintf("connector %q cannot dial a unix socket", c))
 	}
 	return []string{"socat", "-t", "86400", "-b", "524288",
-		"UNIX-CONNECT:" + path + ",sndbuf=1048576,rcvbuf=1048576", "TCP:127.0.0.1:" + strconv.Itoa(port) + ",nodelay"}, true
+		"UNIX-CONNECT:" + path + ",sndbuf=1048576,rcvbuf=1048576", "TCP:127.0.0.1:" + strconv.Itoa(port) + ",nodelay"}
 }
 
 // VersionProbe is a harmless command that exists exactly when c does,
