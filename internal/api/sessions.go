@@ -492,16 +492,9 @@ func (f *frameWriter) Write(p []byte) (int, error) {
 
 // send sends msg, its kind byte included, as one message.
 func (f *frameWriter) send(msg []byte) error {
-	if f.lower != nil {
-		f.lower.Hold()
-	}
-	err := f.ws.Write(f.ctx, websocket.MessageBinary, msg)
-	if f.lower != nil {
-		if rerr := f.lower.Release(); err == nil {
-			err = rerr
-		}
-	}
-	return err
+	return f.lower.Gathered(func() error {
+		return f.ws.Write(f.ctx, websocket.MessageBinary, msg)
+	})
 }
 
 type stderrSink interface {

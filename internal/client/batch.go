@@ -68,16 +68,16 @@ func (f *frameBatcher) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (f *frameBatcher) send(p []byte) (int, error) {
-	if f.lower == nil {
-		return f.Conn.Write(p)
+func (f *frameBatcher) send(p []byte) (n int, err error) {
+	var werr error
+	err = f.lower.Gathered(func() error {
+		n, werr = f.Conn.Write(p)
+		return werr
+	})
+	if werr == nil && err != nil {
+		return 0, err // the gathered records did not leave
 	}
-	f.lower.Hold()
-	n, err := f.Conn.Write(p)
-	if ferr := f.lower.Release(); err == nil && ferr != nil {
-		return 0, ferr
-	}
-	return n, err
+	return n, werr
 }
 
 // scan follows the frames in p: after it, inFrame says whether p ended

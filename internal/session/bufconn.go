@@ -53,6 +53,21 @@ func (b *BufConn) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// Gathered runs write with writes gathered (between Hold and Release),
+// and returns write's error, else Release's. On a nil BufConn it only
+// runs write.
+func (b *BufConn) Gathered(write func() error) error {
+	if b == nil {
+		return write()
+	}
+	b.Hold()
+	err := write()
+	if rerr := b.Release(); err == nil {
+		err = rerr
+	}
+	return err
+}
+
 // Hold starts gathering writes. Holds nest: writes are gathered until
 // each Hold has had its Release.
 func (b *BufConn) Hold() {
