@@ -193,23 +193,8 @@ func (s *Server) runQuiet(ctx context.Context, engineID string, cmd []string, ou
 		out = &sink
 	}
 	_ = x.Output(out, &sink)
-	st, err := waitExec(ctx, x)
+	st, err := x.Wait(ctx)
 	return st.ExitCode, err
-}
-
-// waitExec waits for a process whose output has ended to be reaped.
-func waitExec(ctx context.Context, x *hostclass.Exec) (hostclass.ExecState, error) {
-	for i := 0; ; i++ {
-		st, err := x.State(ctx)
-		if err != nil || !st.Running {
-			return st, err
-		}
-		select {
-		case <-ctx.Done():
-			return st, ctx.Err()
-		case <-time.After(time.Duration(min(i+1, 20)) * 5 * time.Millisecond):
-		}
-	}
 }
 
 // bridge moves a session's bytes between ws and the process x until the
@@ -402,7 +387,7 @@ func (s *Server) processExit(ctx context.Context, x *hostclass.Exec, exited <-ch
 		case <-wctx.Done():
 		}
 	}
-	st, err := waitExec(wctx, x)
+	st, err := x.Wait(wctx)
 	if err != nil {
 		return session.Exit{Code: -1, Error: "the session's process: " + err.Error(), Kind: session.ErrFailed}
 	}

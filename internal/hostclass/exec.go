@@ -285,6 +285,23 @@ func (e *Exec) State(ctx context.Context) (ExecState, error) {
 	return st, err
 }
 
+// Wait waits for a process whose output has ended to be reaped, asking
+// the daemon with a growing pause (5 ms to 100 ms), and reports how it
+// ended.
+func (e *Exec) Wait(ctx context.Context) (ExecState, error) {
+	for i := 0; ; i++ {
+		st, err := e.State(ctx)
+		if err != nil || !st.Running {
+			return st, err
+		}
+		select {
+		case <-ctx.Done():
+			return st, ctx.Err()
+		case <-time.After(time.Duration(min(i+1, 20)) * 5 * time.Millisecond):
+		}
+	}
+}
+
 // Resize sets the terminal's size.
 func (e *Exec) Resize(ctx context.Context, cols, rows int) error {
 	if !e.tty || cols <= 0 || rows <= 0 {

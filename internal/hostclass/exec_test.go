@@ -62,18 +62,16 @@ func TestExecStdioExitCodeAndHalfClose(t *testing.T) {
 
 func waitExit(t *testing.T, x *Exec) ExecState {
 	t.Helper()
-	for i := 0; i < 100; i++ {
-		st, err := x.State(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !st.Running {
-			return st
-		}
-		time.Sleep(20 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	st, err := x.Wait(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		t.Fatal("the exec never ended")
 	}
-	t.Fatal("the exec never ended")
-	return ExecState{}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 func TestExecMissingExecutable(t *testing.T) {
