@@ -285,11 +285,12 @@ func (s *Server) stopContainer(w http.ResponseWriter, r *http.Request, who store
 		writeError(w, err)
 		return
 	}
-	if err := s.stop(r.Context(), c, "stopped by its owner"); err != nil {
+	const reason = "stopped by its owner"
+	if err := s.stop(r.Context(), c, reason); err != nil {
 		writeError(w, err)
 		return
 	}
-	c, _ = s.Store.FindContainer(r.Context(), who.Owner, c.ID)
+	c.State, c.Reason = store.StateStopped, reason // as stop recorded them
 	writeJSON(w, http.StatusOK, s.describe(r.Context(), c))
 }
 
