@@ -3,24 +3,18 @@ package api
 import (
 	"context"
 	"time"
-
-	"github.com/chalk-rl/chalk/internal/store"
 )
 
 // reap stops every container whose lifetime has ended. The deadline is in
 // the database, so a lifetime that ends while the server is down is
 // enforced as soon as it is back.
 func (s *Server) reap(ctx context.Context) {
-	cs, err := s.Store.Containers(ctx, "")
+	cs, err := s.Store.Expired(ctx, time.Now())
 	if err != nil {
 		s.Log.Error("lifetimes: list containers", "err", err)
 		return
 	}
-	now := time.Now()
 	for _, c := range cs {
-		if c.State != store.StateRunning || now.Before(c.ExpiresAt) {
-			continue
-		}
 		if err := s.stop(ctx, c, "its lifetime ended at "+c.ExpiresAt.Format(time.RFC3339)); err != nil {
 			s.Log.Error("lifetimes: stop container", "id", c.ID, "err", err)
 		}

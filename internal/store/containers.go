@@ -120,8 +120,17 @@ func (s *Store) FindContainer(ctx context.Context, owner, ref string) (Container
 
 // Containers lists owner's containers, oldest first; owner "" lists all.
 func (s *Store) Containers(ctx context.Context, owner string) ([]Container, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+containerCols+` FROM containers
-		WHERE ? = '' OR owner = ? ORDER BY created_at, id`, owner, owner)
+	return s.containers(ctx, `WHERE ? = '' OR owner = ?`, owner, owner)
+}
+
+// Expired lists the running containers whose lifetime has ended by now,
+// oldest first.
+func (s *Store) Expired(ctx context.Context, now time.Time) ([]Container, error) {
+	return s.containers(ctx, `WHERE state = ? AND expires_at <= ?`, StateRunning, millis(now))
+}
+
+func (s *Store) containers(ctx context.Context, where string, args ...any) ([]Container, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+containerCols+` FROM containers `+where+` ORDER BY created_at, id`, args...)
 	if err != nil {
 		return nil, err
 	}

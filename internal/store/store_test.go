@@ -123,3 +123,37 @@ func TestNewIDIsUUID(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+// TestExpired: only running containers whose lifetime has ended, at the
+// deadline included, are listed.
+func TestExpired(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "db"))
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	for i, c := range []struct {
+		name, state string
+		expires     time.Time
+	}{
+		{"past", StateRunning, now.Add(-time.Minute)},
+		{"due", StateRunning, now},
+		{"future", StateRunning, now.Add(time.Millisecond)},
+		{"stopped", StateStopped, now.Add(-time.Minute)},
+	} {
+		created := now.Add(-time.Hour + time.Duration(i)*time.Second) // listed in this order
+		if err := s.InsertContainer(ctx, Container{ID: NewID(), Owner: "alice", Name: c.name, Image: "img", ComputeClass: "host",
+			CreatedAt: created, ExpiresAt: c.expires, State: c.state}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Expired(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range got {
+		names = append(names, c.Name)
+	}
+	if strings.Join(names, " ") != "past due" {
+		t.Fatalf("expired: %q, want past and due", names)
+	}
+}
