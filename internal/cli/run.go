@@ -144,7 +144,7 @@ forwarded from your shell into the sandbox.`,
 				if o.KeepContainers || o.PrepareOnly {
 					return &usageError{err: errors.New("-n runs many sandboxes: --keep-containers and --prepare-only take one run"), help: "drop -n, or drop the flag"}
 				}
-				outs, wall, err := a.runMany(ctx, rt, o, count, parallel, show)
+				outs, wall, err := a.runMany(ctx, o, count, parallel, show)
 				if err != nil {
 					return err
 				}

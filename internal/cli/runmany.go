@@ -13,7 +13,6 @@ import (
 
 	"github.com/chalk-rl/chalk/internal/hint"
 	"github.com/chalk-rl/chalk/internal/run"
-	"github.com/chalk-rl/chalk/internal/runtime"
 	"github.com/chalk-rl/chalk/internal/transcript"
 	"github.com/chalk-rl/chalk/internal/tui"
 	"github.com/charmbracelet/x/term"
@@ -95,10 +94,10 @@ type outcome struct {
 // runMany runs n copies of the run o at most parallel at a time, and
 // prints a summary. One failing run does not stop the others; Ctrl-C
 // stops them all.
-func (a *app) runMany(ctx context.Context, rt runtime.Runtime, o run.Options, n, parallel int, show sink) ([]outcome, time.Duration, error) {
+func (a *app) runMany(ctx context.Context, o run.Options, n, parallel int, show sink) ([]outcome, time.Duration, error) {
 	defer show.close()
 	e := o.Env
-	if _, _, _, err := run.Build(ctx, rt, e, o.Rebuild, o.BuildLog); err != nil {
+	if _, _, _, err := run.BuildFor(ctx, o); err != nil {
 		return nil, 0, err
 	}
 	o.Rebuild = false

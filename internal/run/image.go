@@ -52,6 +52,15 @@ func Build(ctx context.Context, rt runtime.Runtime, e *env.Env, force bool, log 
 	return buildTag(ctx, rt, e, tag, force, log)
 }
 
+// BuildFor is Build, or BuildDev for a --dev run, for the run o.
+func BuildFor(ctx context.Context, o Options) (string, *runtime.ImageInfo, bool, error) {
+	build := Build
+	if o.DevMount != "" {
+		build = BuildDev
+	}
+	return build(ctx, o.Runtime, o.Env, o.Rebuild, o.BuildLog)
+}
+
 // BuildDev is Build for a --dev run: see DevTag.
 func BuildDev(ctx context.Context, rt runtime.Runtime, e *env.Env, force bool, log io.Writer) (string, *runtime.ImageInfo, bool, error) {
 	tag, err := DevTag(e)

@@ -17,6 +17,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/chalk-rl/chalk/internal/confine"
@@ -106,12 +107,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		o.Grace = 10 * time.Second
 	}
 	e, rt := o.Env, o.Runtime
-	build := Build
 	if o.DevMount != "" {
-		build = BuildDev
-		o.Mounts = append(o.Mounts, runtime.Mount{Source: e.Dir, Target: o.DevMount, ReadOnly: true})
+		// Runs of -n share o's Mounts: append to a copy.
+		o.Mounts = append(slices.Clip(o.Mounts), runtime.Mount{Source: e.Dir, Target: o.DevMount, ReadOnly: true})
 	}
-	tag, image, built, err := build(ctx, rt, e, o.Rebuild, o.BuildLog)
+	tag, image, built, err := BuildFor(ctx, o)
 	if err != nil {
 		return nil, err
 	}
