@@ -1,7 +1,6 @@
 package confine
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -162,10 +161,4 @@ func Probe(kind, arg string, out io.Writer) int {
 	}
 	fmt.Fprintf(out, "unknown probe %q\n", kind)
 	return 2
-}
-
-// IsRefused says whether err from a probe is the kernel saying no
-// (rather than, say, nothing listening).
-func IsRefused(err error) bool {
-	return errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES)
 }

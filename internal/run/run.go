@@ -80,8 +80,6 @@ type Result struct {
 	Dir        string // the run's directory on the host
 	Transcript string
 	Out        string
-	Image      string
-	Built      bool
 	Sandbox    string // the sandbox's name
 	SandboxID  string
 	Kept       bool // the sandbox was left in place
@@ -111,7 +109,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		// Runs of -n share o's Mounts: append to a copy.
 		o.Mounts = append(slices.Clip(o.Mounts), runtime.Mount{Source: e.Dir, Target: o.DevMount, ReadOnly: true})
 	}
-	tag, image, built, err := BuildFor(ctx, o)
+	tag, image, _, err := BuildFor(ctx, o)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +123,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	id := newID()
-	res := &Result{ID: id, Image: tag, Built: built, Sandbox: "chalk-" + e.Name + "-" + id}
+	res := &Result{ID: id, Sandbox: "chalk-" + e.Name + "-" + id}
 	res.Dir = filepath.Join(runsDir, time.Now().UTC().Format("20060102T150405Z")+"-"+id)
 	res.Transcript = filepath.Join(res.Dir, "transcript.jsonl")
 	res.Out = filepath.Join(res.Dir, "out")
