@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/chalk-rl/chalk/internal/confine"
@@ -194,11 +195,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return res, nil
 }
 
-// Owner is this process's owner label: host name and pid.
-func Owner() string {
+// Owner is this process's owner label: host name and pid (worked out
+// once: it labels every run's sandbox and transcript).
+var Owner = sync.OnceValue(func() string {
 	h, _ := os.Hostname()
 	return FormatOwner(h, os.Getpid())
-}
+})
 
 // secret is a random token for the run's event stream.
 func secret() string {

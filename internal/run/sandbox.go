@@ -54,18 +54,11 @@ func (r *runner) start(ctx context.Context) {
 		}
 	}()
 
-	logf, err := os.Create(filepath.Join(r.res.Dir, "harness.log"))
-	if err != nil {
-		logf = nil
-	}
-	var stderr io.Writer = io.Discard
-	if logf != nil {
-		stderr = logf
-		defer logf.Close()
-	}
-	var stdout io.Writer = io.Discard
-	if logf != nil {
-		stdout = logf
+	// The harness's own stdout and stderr, both to harness.log.
+	var harnessLog io.Writer = io.Discard
+	if f, err := os.Create(filepath.Join(r.res.Dir, "harness.log")); err == nil {
+		defer f.Close()
+		harnessLog = f
 	}
 	f := &follower{r: r}
 	fctx, stopFollowing := context.WithCancel(startCtx)
@@ -74,7 +67,7 @@ func (r *runner) start(ctx context.Context) {
 		defer close(followed)
 		f.stream(fctx)
 	}()
-	r.exitCode, r.startErr = r.rt.Start(startCtx, r.res.SandboxID, stdout, stderr)
+	r.exitCode, r.startErr = r.rt.Start(startCtx, r.res.SandboxID, harnessLog, harnessLog)
 	stopFollowing()
 	<-followed
 	if r.finished == nil { // the stream did not deliver everything
