@@ -54,9 +54,6 @@ type Places struct {
 	// out (tests of the other limits on a host).
 	Table      string
 	NoFirewall bool
-	// Self is the chalk binary, which starts the student; the running
-	// executable by default.
-	Self string
 }
 
 // Run runs the episode and returns the run's status. ctx ending (SIGTERM
@@ -234,11 +231,9 @@ func (h *Harness) buildBox(uid int) (*confine.Box, error) {
 	return confine.Build(o)
 }
 
-// self is the chalk binary.
+// self is the chalk binary, which starts the student: the running
+// executable, else where the sandbox mounts it.
 func (h *Harness) self() string {
-	if h.Places.Self != "" {
-		return h.Places.Self
-	}
 	if p, err := os.Executable(); err == nil {
 		return p
 	}
