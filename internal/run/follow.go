@@ -35,40 +35,44 @@ type follower struct {
 }
 
 // take records one encoded harness event, unless it was taken already.
-func (f *follower) take(line []byte) {
+// It reports whether its header showed it had been (then it is not
+// decoded at all).
+func (f *follower) take(line []byte) (seen bool) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
-		return
+		return false
+	}
+	h, ok := transcript.ReadHeader(line)
+	if ok && h.Seq <= f.last {
+		return true
 	}
 	// The student's output, which can be most of a transcript, goes
 	// through as the harness encoded it: only its number changes.
-	if h, ok := transcript.ReadHeader(line); ok && h.Type == transcript.Output {
-		if h.Seq <= f.last {
-			return
-		}
+	if ok && h.Type == transcript.Output {
 		f.last = h.Seq
 		f.r.emitRaw(line)
-		return
+		return false
 	}
 	var e transcript.Event
 	if err := json.Unmarshal(line, &e); err != nil || e.Type == "" {
 		f.r.emit(transcript.Event{Type: transcript.Note, Message: "harness: " + string(line)})
-		return
+		return false
 	}
 	if e.Seq <= f.last {
-		return
+		return false
 	}
 	f.last = e.Seq
 	switch e.Type {
 	case transcript.RunFinished:
 		f.r.finished = &e
-		return
+		return false
 	case transcript.Reward:
 		if e.Reward != nil {
 			f.r.res.Reward = e.Reward
 		}
 	}
 	f.r.emit(e) // renumbered in the transcript's sequence
+	return false
 }
 
 // stream follows the websocket until ctx ends or the harness has sent
@@ -167,12 +171,8 @@ func (f *follower) fromLog() {
 	br := bufio.NewReaderSize(fl, 256<<10)
 	for {
 		line, err := br.ReadBytes('\n')
-		if len(bytes.TrimSpace(line)) > 0 && err == nil {
-			if h, ok := transcript.ReadHeader(line); ok && h.Seq <= f.last {
-				continue // the stream delivered it: no need to decode it
-			}
-			f.r.res.EventsFromLog++
-			f.take(line)
+		if len(bytes.TrimSpace(line)) > 0 && err == nil && !f.take(line) {
+			f.r.res.EventsFromLog++ // the stream had not delivered it
 		}
 		if err != nil {
 			return
