@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -55,7 +54,7 @@ func BenchmarkRunVsDocker(b *testing.B) {
 		bareTimes = append(bareTimes, timeIt(b, bare()))
 	}
 	b.StopTimer()
-	c, d := median(chalkTimes), median(bareTimes)
+	c, d := testenv.Median(chalkTimes), testenv.Median(bareTimes)
 	ratio := float64(c) / float64(d)
 	b.ReportMetric(ratio, "x-bare-docker")
 	b.ReportMetric(float64(c.Milliseconds()), "ms-chalk-median")
@@ -69,12 +68,6 @@ func timeIt(b *testing.B, c *exec.Cmd) time.Duration {
 		b.Fatalf("%s: %v\n%s", c, err, out)
 	}
 	return time.Since(start)
-}
-
-func median(d []time.Duration) time.Duration {
-	s := append([]time.Duration(nil), d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[len(s)/2]
 }
 
 // writeEnv makes an environment in dir/env, FROM the base image, with the
@@ -123,7 +116,7 @@ func BenchmarkParallelRuns(b *testing.B) {
 		par = append(par, timeIt(b, chalk("-n", "8")))
 	}
 	b.StopTimer()
-	s, p := median(seq), median(par)
+	s, p := testenv.Median(seq), testenv.Median(par)
 	speedup := float64(s) / float64(p)
 	b.ReportMetric(speedup, "x-speedup")
 	fmt.Printf("chalk run -n 8 took %s against %s for 8 runs one after another (median of %d): %.2fx speed-up on %d CPUs (target: at least 1.6x)\n",
@@ -175,7 +168,7 @@ func BenchmarkTranscriptThroughput(b *testing.B) {
 		b.StartTimer()
 	}
 	b.StopTimer()
-	c, d := median(chalkTimes), median(bareTimes)
+	c, d := testenv.Median(chalkTimes), testenv.Median(bareTimes)
 	ratio := float64(d) / float64(c)
 	b.ReportMetric(ratio, "x-bare-throughput")
 	fmt.Printf("100 MB of student stdout into the transcript: chalk run %s (%.0f MB/s), docker run to a file %s (%.0f MB/s): %.2f of the bare throughput, every byte there (target: at least 0.5)\n",

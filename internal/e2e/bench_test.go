@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	goruntime "runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/chalk-rl/chalk/internal/hostclass"
+	"github.com/chalk-rl/chalk/internal/testenv"
 )
 
 // BenchmarkSessionProxy measures, in one run, the tunnel against the
@@ -51,7 +51,7 @@ func BenchmarkSessionProxy(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		direct := directRTT(b, ip, samples)
 		tunnel := w.proxyRTT(b, id, samples)
-		dm, tm := median(direct), median(tunnel)
+		dm, tm := testenv.Median(direct), testenv.Median(tunnel)
 		added := tm - dm
 
 		var up, down [2]transferStats // direct, tunnel
@@ -81,7 +81,7 @@ func BenchmarkSessionProxy(b *testing.B) {
 				d.name, d.st[0].best, d.st[1].best, d.st[1].best/d.st[0].best, d.st[0].cpuPerGB(), d.st[1].cpuPerGB())
 		}
 		fmt.Printf("  (best of %d transfers of %d MiB each way; this machine has %d cores)\n", rounds, bulk>>20, goruntime.NumCPU())
-		fmt.Printf("  opening a session (chalk session proxy started to the service's first byte): median %.0f ms\n", ms(median(open)))
+		fmt.Printf("  opening a session (chalk session proxy started to the service's first byte): median %.0f ms\n", ms(testenv.Median(open)))
 		fmt.Printf("  for reference, docker's exec stream alone (the nc and bash connectors' path): up %.0f MB/s, down %.0f MB/s\n", upExec, downExec)
 		fmt.Printf("  50 concurrent sessions: %d failed\n", failed)
 		b.ReportMetric(ms(added), "added-ms")
@@ -146,12 +146,6 @@ func busyCPU() time.Duration {
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func rate(n int, d time.Duration) float64 { return float64(n) / d.Seconds() / 1e6 }
-
-func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
 
 // pingPong sends n 64-byte messages through rw and times each echo.
 func pingPong(b testing.TB, w io.Writer, r io.Reader, n int) []time.Duration {

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chalk-rl/chalk/internal/testenv"
 	"github.com/chalk-rl/chalk/internal/transcript"
 )
 
@@ -53,16 +53,10 @@ func BenchmarkForwardVsDirect(b *testing.B) {
 		forwarded = append(forwarded, call(fw))
 	}
 	b.StopTimer()
-	d, fwd := medianOf(direct), medianOf(forwarded)
+	d, fwd := testenv.Median(direct), testenv.Median(forwarded)
 	ratio := float64(fwd) / float64(d)
 	b.ReportMetric(ratio, "x-direct")
 	b.ReportMetric(float64(fwd.Microseconds()), "us-forwarded-median")
 	b.ReportMetric(float64(d.Microseconds()), "us-direct-median")
 	fmt.Printf("streamed call: forwarded median %s, direct median %s over %d calls each: %.2fx\n", fwd, d, b.N, ratio)
-}
-
-func medianOf(d []time.Duration) time.Duration {
-	s := append([]time.Duration(nil), d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[len(s)/2]
 }

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sort"
 	"testing"
 	"time"
 
 	"github.com/chalk-rl/chalk/internal/run"
+	"github.com/chalk-rl/chalk/internal/testenv"
 	"github.com/chalk-rl/chalk/internal/transcript"
 )
 
@@ -60,16 +60,10 @@ func BenchmarkConfinement(b *testing.B) {
 		setups = append(setups, time.Duration(s)*time.Millisecond)
 	}
 	b.StopTimer()
-	c, u, s := median(confined), median(bare), median(setups)
+	c, u, s := testenv.Median(confined), testenv.Median(bare), testenv.Median(setups)
 	added := c - u
 	b.ReportMetric(float64(added.Milliseconds()), "ms-added-median")
 	b.ReportMetric(float64(s.Milliseconds()), "ms-setup-median")
 	fmt.Printf("confinement adds %s at the median (confined run %s, unconfined %s, over %d runs each; %.2fx); setup inside the sandbox %s at the median (target: under 200ms added)\n",
 		added.Round(time.Millisecond), c.Round(time.Millisecond), u.Round(time.Millisecond), b.N, float64(c)/float64(u), s)
-}
-
-func median(d []time.Duration) time.Duration {
-	s := append([]time.Duration(nil), d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[len(s)/2]
 }

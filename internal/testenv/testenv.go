@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -64,4 +65,12 @@ func MemoryLimitFile(t testing.TB) string {
 		return "/sys/fs/cgroup/memory.max"
 	}
 	return "/sys/fs/cgroup/memory/memory.limit_in_bytes"
+}
+
+// Median is the middle of ds (the upper middle of an even count), for
+// benchmarks that report a median against the bare engine's.
+func Median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
