@@ -252,18 +252,6 @@ func notes(ev []transcript.Event) []string {
 	return out
 }
 
-// liveProcesses lists the pids of uid's processes that are not zombies:
-// killed orphans may wait a while for a reaper, but they are dead.
-func liveProcesses(uid int) []int {
-	var live []int
-	for _, pid := range confine.PidsOf(uid) {
-		if processAlive(pid) {
-			live = append(live, pid)
-		}
-	}
-	return live
-}
-
 // processAlive reports whether pid exists and is not a zombie.
 func processAlive(pid int) bool {
 	f, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "status"))
@@ -283,8 +271,8 @@ func processAlive(pid int) bool {
 
 func requireNoStudentProcesses(t *testing.T) {
 	t.Helper()
-	require.Eventually(t, func() bool { return len(liveProcesses(testUID)) == 0 },
-		5*time.Second, 20*time.Millisecond, "the student left processes behind: %v", liveProcesses(testUID))
+	require.Eventually(t, func() bool { return len(confine.PidsOf(testUID)) == 0 },
+		5*time.Second, 20*time.Millisecond, "the student left processes behind: %v", confine.PidsOf(testUID))
 }
 
 // unpacked extracts the run's archive and returns its files' contents.
