@@ -10,26 +10,12 @@ import (
 	"io"
 )
 
-// Kind says whether the student gets its own kernel.
-type Kind string
-
-const (
-	VM        Kind = "vm"
-	Container Kind = "container"
-)
-
 // Capabilities is what a runtime can do, reported before anything runs.
 type Capabilities struct {
-	Kind Kind
 	// Mounts is how --mount behaves: "live" (shared), "copied" (copied in
 	// at start and back at the end), "read-only" (only :ro accepted) or ""
 	// (not supported).
 	Mounts string
-	// Passthrough is true when hardware such as a GPU can be handed to the
-	// sandbox.
-	Passthrough bool
-	// KeepContainers is true when --keep-containers means something.
-	KeepContainers bool
 }
 
 // Mount joins a host path to a path in the sandbox.

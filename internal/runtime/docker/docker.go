@@ -28,7 +28,7 @@ func New() *engine.Engine {
 // Configure fills e with what docker needs; docker:gvisor starts from it.
 func Configure(e *engine.Engine) *engine.Engine {
 	e.BuildArgs = BuildArgs
-	e.Caps = runtime.Capabilities{Kind: runtime.Container, Mounts: "live", Passthrough: true, KeepContainers: true}
+	e.Caps = runtime.Capabilities{Mounts: "live"}
 	e.Checks = func(ctx context.Context) []runtime.Check { return Steps(ctx, e) }
 	return e
 }

@@ -21,7 +21,7 @@ const BuildctlFix = "nerdctl builds through BuildKit: put buildctl on your PATH 
 // New returns the nerdctl runtime.
 func New() *engine.Engine {
 	e := &engine.Engine{RuntimeName: Name, Bin: "nerdctl", BuildArgs: BuildArgs}
-	e.Caps = runtime.Capabilities{Kind: runtime.Container, Mounts: "live", Passthrough: true, KeepContainers: true}
+	e.Caps = runtime.Capabilities{Mounts: "live"}
 	e.Checks = func(ctx context.Context) []runtime.Check {
 		return engine.RunSteps(ctx, Name,
 			engine.Step{Name: "nerdctl is installed", Run: func(context.Context) runtime.Check {

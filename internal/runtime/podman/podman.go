@@ -22,7 +22,7 @@ const installFix = "install podman: on Debian/Ubuntu 'sudo apt-get install podma
 // New returns the podman runtime.
 func New() *engine.Engine {
 	e := &engine.Engine{RuntimeName: Name, Bin: "podman", BuildArgs: BuildArgs}
-	e.Caps = runtime.Capabilities{Kind: runtime.Container, Mounts: "live", Passthrough: true, KeepContainers: true}
+	e.Caps = runtime.Capabilities{Mounts: "live"}
 	e.CreateArgs = UlimitArgs()
 	e.RemoveArgs = []string{"rm", "--force", "--time", "0", "--volumes"}
 	e.Checks = func(ctx context.Context) []runtime.Check {

@@ -36,17 +36,16 @@ func Lookup(name string) (runtime.Runtime, error) {
 	case firecracker.Name:
 		return &runtime.Unavailable{
 			RuntimeName: firecracker.Name,
-			Caps:        runtime.Capabilities{Kind: runtime.VM, Mounts: "read-only"},
+			Caps:        runtime.Capabilities{Mounts: "read-only"},
 			Checks: func(ctx context.Context) []runtime.Check {
 				return firecracker.Preflight(ctx, runtime.RealHost())
 			},
 		}, nil
 	case "apple-container":
-		return &runtime.Unavailable{RuntimeName: name, Caps: runtime.Capabilities{Kind: runtime.VM, Mounts: "copied"},
+		return &runtime.Unavailable{RuntimeName: name, Caps: runtime.Capabilities{Mounts: "copied"},
 			Checks: platformOnly(name, "darwin", "Apple's container runs on macOS only")}, nil
 	case "modal":
-		return &runtime.Unavailable{RuntimeName: name, Caps: runtime.Capabilities{Kind: runtime.VM},
-			Checks: modalChecks}, nil
+		return &runtime.Unavailable{RuntimeName: name, Checks: modalChecks}, nil
 	}
 	return nil, hint.Newf("pick one of: "+strings.Join(Names, ", "), "unknown runtime %q", name)
 }
