@@ -10,6 +10,10 @@ import (
 	"io"
 )
 
+// BuildxVersion is the buildx release the fixes for Debian (which has no
+// package for it) build from source.
+const BuildxVersion = "v0.38.2"
+
 // Capabilities is what a runtime can do, reported before anything runs.
 type Capabilities struct {
 	// Mounts is how --mount behaves: "live" (shared), "copied" (copied in

@@ -17,7 +17,7 @@ const installFix = "install docker: on Debian/Ubuntu 'sudo apt-get install docke
 // BuildxFix is how to get the buildx plugin.
 const BuildxFix = `install the buildx plugin: on Ubuntu 'sudo apt-get install docker-buildx' (Docker's own packages include it already);
 on Debian, which has no package for it, build it with Go:
-  GOBIN=/tmp/buildx go install github.com/docker/buildx/cmd/buildx@v0.38.2
+  GOBIN=/tmp/buildx go install github.com/docker/buildx/cmd/buildx@` + runtime.BuildxVersion + `
   sudo install -D -m 0755 /tmp/buildx/buildx /usr/local/lib/docker/cli-plugins/docker-buildx`
 
 // New returns the docker runtime.

@@ -182,9 +182,7 @@ func createArgs(base []string, spec runtime.SandboxSpec) ([]string, error) {
 	if spec.Name != "" {
 		args = append(args, "--name", spec.Name)
 	}
-	for _, k := range slices.Sorted(maps.Keys(spec.Labels)) {
-		args = append(args, "--label", k+"="+spec.Labels[k])
-	}
+	args = append(args, LabelArgs(spec.Labels)...)
 	if spec.CPUs > 0 {
 		args = append(args, "--cpus", fmt.Sprintf("%g", spec.CPUs))
 	}
@@ -384,6 +382,13 @@ func LabelArgs(labels map[string]string) []string {
 		args = append(args, "--label", k+"="+labels[k])
 	}
 	return args
+}
+
+// BuildArgs builds req with the client's own build command (BuildKit
+// underneath for nerdctl, podman's builder for podman).
+func BuildArgs(req runtime.BuildRequest) []string {
+	args := []string{"build", "--tag", req.Tag, "--file", req.Containerfile}
+	return append(append(args, LabelArgs(req.Labels)...), req.Dir)
 }
 
 // RemoveImage deletes an image.

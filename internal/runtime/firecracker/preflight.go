@@ -29,9 +29,6 @@ const JailerEnv = "CHALK_FIRECRACKER_JAILER"
 // creating the user namespace it needs (Ubuntu 24.04 and later).
 const AppArmorUserNS = "/proc/sys/kernel/apparmor_restrict_unprivileged_userns"
 
-// BuildxVersion is the buildx release the Debian fix builds from source.
-const BuildxVersion = "v0.38.2"
-
 // runTimeout bounds each command a check runs, so a hung tool can't hang
 // the preflight.
 const runTimeout = 15 * time.Second
@@ -133,7 +130,7 @@ const (
 	fixDocker   = "sudo apt-get install docker.io docker-buildx\nsudo usermod -aG docker $USER\n# then log out and log in again"
 	fixBuildx   = "sudo apt-get install docker-buildx\n" +
 		"# Debian has no docker-buildx package; build the plugin with Go instead:\n" +
-		"GOBIN=/tmp/buildx go install github.com/docker/buildx/cmd/buildx@" + BuildxVersion + "\n" +
+		"GOBIN=/tmp/buildx go install github.com/docker/buildx/cmd/buildx@" + runtime.BuildxVersion + "\n" +
 		"sudo install -D -m 0755 /tmp/buildx/buildx /usr/local/lib/docker/cli-plugins/docker-buildx"
 	fixAppArmor = "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0\n" +
 		"# this lasts until the next reboot. Or start the VM through Firecracker's jailer instead, as root:\n" +

@@ -19,7 +19,7 @@ func New() *engine.Engine {
 	e := docker.Configure(&engine.Engine{RuntimeName: Name, Bin: "docker", CreateArgs: []string{"--runtime", "runsc"}})
 	path := os.Getenv(DaemonJSONEnv)
 	if path == "" {
-		path = "/etc/docker/daemon.json"
+		path = DaemonJSONPath
 	}
 	e.Checks = func(ctx context.Context) []runtime.Check {
 		checks := docker.Steps(ctx, e)

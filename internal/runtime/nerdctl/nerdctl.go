@@ -20,7 +20,7 @@ const BuildctlFix = "nerdctl builds through BuildKit: put buildctl on your PATH 
 
 // New returns the nerdctl runtime.
 func New() *engine.Engine {
-	e := &engine.Engine{RuntimeName: Name, Bin: "nerdctl", BuildArgs: BuildArgs}
+	e := &engine.Engine{RuntimeName: Name, Bin: "nerdctl", BuildArgs: engine.BuildArgs}
 	e.Caps = runtime.Capabilities{Mounts: "live"}
 	e.Checks = func(ctx context.Context) []runtime.Check {
 		return engine.RunSteps(ctx, Name,
@@ -36,10 +36,4 @@ func New() *engine.Engine {
 		)
 	}
 	return e
-}
-
-// BuildArgs builds with nerdctl build (BuildKit underneath).
-func BuildArgs(req runtime.BuildRequest) []string {
-	args := []string{"build", "--tag", req.Tag, "--file", req.Containerfile}
-	return append(append(args, engine.LabelArgs(req.Labels)...), req.Dir)
 }

@@ -21,7 +21,7 @@ const installFix = "install podman: on Debian/Ubuntu 'sudo apt-get install podma
 
 // New returns the podman runtime.
 func New() *engine.Engine {
-	e := &engine.Engine{RuntimeName: Name, Bin: "podman", BuildArgs: BuildArgs}
+	e := &engine.Engine{RuntimeName: Name, Bin: "podman", BuildArgs: engine.BuildArgs}
 	e.Caps = runtime.Capabilities{Mounts: "live"}
 	e.CreateArgs = UlimitArgs()
 	e.RemoveArgs = []string{"rm", "--force", "--time", "0", "--volumes"}
@@ -36,12 +36,6 @@ func New() *engine.Engine {
 		)
 	}
 	return e
-}
-
-// BuildArgs builds with podman's own builder.
-func BuildArgs(req runtime.BuildRequest) []string {
-	args := []string{"build", "--tag", req.Tag, "--file", req.Containerfile}
-	return append(append(args, engine.LabelArgs(req.Labels)...), req.Dir)
 }
 
 // UlimitArgs pins the container's RLIMIT_NOFILE and RLIMIT_NPROC to what
