@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/chalk-rl/chalk/internal/hint"
@@ -101,7 +102,7 @@ func suggest(key []string) string {
 		if !ok {
 			return ""
 		}
-		if contains(known, part) {
+		if slices.Contains(known, part) {
 			parent = part
 			continue
 		}
@@ -121,15 +122,6 @@ func suggest(key []string) string {
 		return strings.Join(fixed, ".")
 	}
 	return ""
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // editDistance counts the insertions, deletions, substitutions and swaps

@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -176,7 +177,7 @@ func checkDevice(v string) error {
 		real = r
 	}
 	for _, p := range []string{clean, real} {
-		if contains(deniedDevices, p) {
+		if slices.Contains(deniedDevices, p) {
 			return fmt.Errorf("%s gives access to the host's memory or kernel", p)
 		}
 		if blockDeviceRE.MatchString(p) {
@@ -191,7 +192,7 @@ func checkDevice(v string) error {
 
 func checkUlimit(v string) error {
 	name, _, ok := strings.Cut(v, "=")
-	if !ok || !contains(allowedUlimits, name) {
+	if !ok || !slices.Contains(allowedUlimits, name) {
 		return fmt.Errorf("a plugin may raise only %s, as NAME=SOFT[:HARD]", strings.Join(allowedUlimits, ", "))
 	}
 	return nil
@@ -235,7 +236,7 @@ func checkVolume(v string) error {
 	}
 	if len(parts) == 3 {
 		for _, o := range strings.Split(parts[2], ",") {
-			if !contains(allowedVolumeOpts, o) {
+			if !slices.Contains(allowedVolumeOpts, o) {
 				return fmt.Errorf("option %q: a plugin may use %s", o, strings.Join(allowedVolumeOpts, ", "))
 			}
 		}
@@ -264,7 +265,7 @@ func checkMount(v string) error {
 	default:
 		return fmt.Errorf("mount type %q: a plugin may mount bind, volume or tmpfs", t)
 	}
-	if bp, ok := kv["bind-propagation"]; ok && !contains([]string{"private", "rprivate", "slave", "rslave"}, bp) {
+	if bp, ok := kv["bind-propagation"]; ok && !slices.Contains([]string{"private", "rprivate", "slave", "rslave"}, bp) {
 		return fmt.Errorf("bind-propagation %q would carry mounts back to the host; use private or rslave", bp)
 	}
 	src := first(kv, "source", "src")

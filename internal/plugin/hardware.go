@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/chalk-rl/chalk/internal/env"
@@ -146,7 +147,7 @@ func (p *Plugins) Hardware(ctx context.Context, req Request) (Hardware, error) {
 	}
 	for i, d := range resp.Devices {
 		kind := strings.ToLower(d.Kind)
-		if !contains(deviceKinds, kind) {
+		if !slices.Contains(deviceKinds, kind) {
 			return Hardware{}, bad(`name a device Chalk knows: `+strings.Join(deviceKinds, ", "),
 				"devices[%d]: unknown device kind %q", i, d.Kind)
 		}
@@ -185,15 +186,6 @@ func size(raw json.RawMessage) (int64, error) {
 		return 0, fmt.Errorf("is not a whole number of bytes")
 	}
 	return int64(f), nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // CheckRuntime says whether hw can run on the runtime named rt. Hardware

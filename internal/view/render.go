@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/chalk-rl/chalk/internal/env"
+	"github.com/chalk-rl/chalk/internal/runtime"
 	"github.com/chalk-rl/chalk/internal/transcript"
 )
 
@@ -255,20 +256,11 @@ func exitText(e transcript.Event) string {
 
 // shellJoin writes a command as a person would type it in a shell.
 func shellJoin(args []string) string {
-	var b strings.Builder
+	q := make([]string, len(args))
 	for i, a := range args {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		if a != "" && strings.IndexFunc(a, func(r rune) bool {
-			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
-		}) < 0 {
-			b.WriteString(a)
-			continue
-		}
-		b.WriteString("'" + strings.ReplaceAll(a, "'", `'\''`) + "'")
+		q[i] = runtime.ShellQuote(a)
 	}
-	return b.String()
+	return strings.Join(q, " ")
 }
 
 func fmtDuration(d time.Duration) string {
