@@ -8,7 +8,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/chalk-rl/chalk/internal/env"
 	"github.com/chalk-rl/chalk/internal/runtime"
 	"github.com/chalk-rl/chalk/internal/transcript"
 )
@@ -48,8 +47,10 @@ type block struct {
 	Lines   int
 	Bytes   int64
 	Cut     int64 // bytes not shown at all
-	shown   int
 }
+
+// shown is how many bytes of the block are shown, folded or not.
+func (b *block) shown() int { return int(b.Bytes - b.Cut) }
 
 // chunk is text from one stream.
 type chunk struct {
@@ -157,9 +158,10 @@ func (r *renderer) output(e transcript.Event) {
 }
 
 func (b *block) add(stream, text string) {
+	room := maxBlockBytes - b.shown()
 	b.Bytes += int64(len(text))
 	b.Lines += strings.Count(text, "\n")
-	if room := maxBlockBytes - b.shown; len(text) > room {
+	if len(text) > room {
 		keep := text[:max(room, 0)]
 		for len(keep) > 0 && !utf8.ValidString(keep) {
 			keep = keep[:len(keep)-1]
@@ -170,10 +172,9 @@ func (b *block) add(stream, text string) {
 	if text == "" {
 		return
 	}
-	b.shown += len(text)
 	c := chunk{Stream: stream, Text: text}
 	switch {
-	case b.Tail == nil && b.Lines <= collapseLines && b.shown <= collapseBytes:
+	case b.Tail == nil && b.Lines <= collapseLines && b.shown() <= collapseBytes:
 		b.Head = append(b.Head, c)
 	case b.Tail == nil:
 		b.Head, b.Tail = splitLines(append(b.Head, c), previewLines)
@@ -287,9 +288,6 @@ func fmtSize(n int64) string {
 	}
 	return fmt.Sprintf("%.1f GiB", float64(n)/(k*k*k))
 }
-
-// memSize writes a hardware size the way chalk.toml takes it.
-func memSize(n int64) string { return env.FormatSize(n) }
 
 // pretty indents a JSON document, or returns it as it is when it is not
 // JSON.

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chalk-rl/chalk/internal/env"
 	"github.com/chalk-rl/chalk/internal/transcript"
 )
 
@@ -368,7 +369,7 @@ func decodeCursor(s string) (cursor, error) {
 var funcs = template.FuncMap{
 	"dur":  fmtDuration,
 	"size": fmtSize,
-	"mem":  memSize,
+	"mem":  env.FormatSize, // a hardware size the way chalk.toml takes it
 	"esc":  escapePath,
 	"since": func(s Summary, now time.Time) string {
 		return fmtDuration(s.Duration(now))
