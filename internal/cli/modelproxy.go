@@ -74,19 +74,10 @@ func (a *app) serveModel(ctx context.Context, s *modelproxy.Script, listen strin
 		Handler:           modelproxy.NewServer(s, token, a.log),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
 	a.log.Info("serving a scripted model", "script", s.Path, "turns", len(s.Turns), "model", s.Model, "token", token != "")
 	fmt.Fprintf(a.stdout, "http://%s/v1\n", ln.Addr())
-	select {
-	case err := <-errc:
+	if err := serveUntil(ctx, srv, ln); err != nil {
 		return fmt.Errorf("model proxy: %w", err)
-	case <-ctx.Done():
-	}
-	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shut); err != nil {
-		srv.Close()
 	}
 	a.log.Info("stopped")
 	return nil

@@ -80,11 +80,21 @@ func (a *app) serveView(ctx context.Context, ln net.Listener, s *view.Server, di
 	fmt.Fprintf(a.stderr, "chalk view: serving the runs in %s; press Ctrl-C to stop\n", abs)
 
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	if err := serveUntil(ctx, srv, ln); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+// serveUntil serves srv on ln until ctx ends, then gives the requests
+// in flight 5 s to finish. It returns Serve's error when serving stops
+// first.
+func serveUntil(ctx context.Context, srv *http.Server, ln net.Listener) error {
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {
 	case err := <-done:
-		return fmt.Errorf("serve: %w", err)
+		return err
 	case <-ctx.Done():
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
