@@ -274,7 +274,14 @@ func (f *Forwarder) errorHandler(w http.ResponseWriter, r *http.Request, err err
 func (f *Forwarder) finish(c *call, body []byte, contentType string, err error) {
 	c.once.Do(func() {
 		c.info.LatencyMS = time.Since(c.start).Milliseconds()
-		if err != nil && isEventStream(contentType) && streamDone(body) {
+		// A stream is split into its events once, for both uses below.
+		var events [][]byte
+		var done bool
+		stream := isEventStream(contentType)
+		if stream {
+			events, done = sseData(body)
+		}
+		if err != nil && stream && done {
 			// The student read up to data: [DONE] and hung up without
 			// waiting for the end of the HTTP body, as many clients do:
 			// the answer is whole.
@@ -284,7 +291,7 @@ func (f *Forwarder) finish(c *call, body []byte, contentType string, err error) 
 			c.info.Error = err.Error()
 		}
 		if body != nil {
-			f.describeResponse(c, body, contentType)
+			f.describeResponse(c, body, stream, events, done)
 		}
 		if !c.record || f.record == nil {
 			return
@@ -295,11 +302,12 @@ func (f *Forwarder) finish(c *call, body []byte, contentType string, err error) 
 	})
 }
 
-// describeResponse sets the response, its tokens and any error in c.
-func (f *Forwarder) describeResponse(c *call, body []byte, contentType string) {
+// describeResponse sets the response, its tokens and any error in c. A
+// stream comes with its events (see sseData).
+func (f *Forwarder) describeResponse(c *call, body []byte, stream bool, events [][]byte, done bool) {
 	resp := body
-	if isEventStream(contentType) {
-		whole, err := Reassemble(body)
+	if stream {
+		whole, err := reassemble(events, done)
 		switch {
 		case whole != nil:
 			resp = whole
@@ -344,12 +352,6 @@ func (f *Forwarder) describeResponse(c *call, body []byte, contentType string) {
 
 func isEventStream(contentType string) bool {
 	return strings.HasPrefix(strings.ToLower(contentType), "text/event-stream")
-}
-
-// streamDone says whether an event stream holds its data: [DONE].
-func streamDone(body []byte) bool {
-	_, done := sseData(body)
-	return done
 }
 
 // recordable returns body as JSON for the transcript: itself when it is

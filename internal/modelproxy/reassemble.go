@@ -59,7 +59,11 @@ func sseData(stream []byte) (events [][]byte, done bool) {
 // non-streamed request would have had. It fails when the stream holds no
 // chunk or something that is not one.
 func Reassemble(stream []byte) ([]byte, error) {
-	events, done := sseData(stream)
+	return reassemble(sseData(stream))
+}
+
+// reassemble is Reassemble on a stream sseData has split.
+func reassemble(events [][]byte, done bool) ([]byte, error) {
 	if len(events) == 0 {
 		return nil, errors.New("the stream holds no chat.completion.chunk event")
 	}
