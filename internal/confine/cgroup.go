@@ -138,6 +138,14 @@ func newCgroupV1(name string, lim Limits, mounts []cgroupMount, own map[string]s
 		if err == nil && exists(filepath.Join(mem, "memory.swappiness")) {
 			_ = writeFile(mem, "memory.swappiness", "0")
 		}
+		if err == nil {
+			// v1 has no memory.oom.group: the kernel would kill only the
+			// process over the limit, and the others could run on (a
+			// shell could say its child lived) before the watchdog ended
+			// them. Instead the kernel holds them all at the limit, and
+			// the watchdog, seeing the cgroup under OOM, ends them all.
+			_ = writeFile(mem, "memory.oom_control", "1")
+		}
 	}
 	if err == nil && lim.Processes > 0 {
 		err = writeFile(pids, "pids.max", strconv.Itoa(lim.Processes))
@@ -266,10 +274,12 @@ func (cg *Cgroup) Kill() {
 }
 
 // OOMKills is how many of the student's processes the kernel killed for
-// going over the memory limit.
+// going over the memory limit; on v1, plus one while the kernel holds
+// them at the limit (see NewCgroup).
 func (cg *Cgroup) OOMKills() int {
 	if cg.Version == 1 {
-		return keyedValue(filepath.Join(cg.Dirs[0], "memory.oom_control"), "oom_kill")
+		f := filepath.Join(cg.Dirs[0], "memory.oom_control")
+		return keyedValue(f, "oom_kill") + keyedValue(f, "under_oom")
 	}
 	return keyedValue(filepath.Join(cg.Dirs[0], "memory.events"), "oom_kill")
 }
