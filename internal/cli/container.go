@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/chalk-rl/chalk/internal/api/wire"
 	"github.com/chalk-rl/chalk/internal/client"
+	"github.com/chalk-rl/chalk/internal/env"
 )
 
 func (a *app) containerCommand() *cobra.Command {
@@ -75,9 +75,12 @@ server's, one hour unless configured). Sessions need --compute-class host.`,
 				}
 			}
 			if memory != "" {
-				n, err := parseBytes(memory)
+				n, err := env.ParseSize(memory)
+				if err == nil && n <= 0 {
+					err = fmt.Errorf("size %q is not more than zero", memory)
+				}
 				if err != nil {
-					return &usageError{err: err, help: "write --memory as a size: 512m, 2g"}
+					return &usageError{err: fmt.Errorf("--memory: %w", err), help: "write --memory as a size: 512m, 2GiB (a bare letter and KiB, MiB, GiB are binary; KB, MB, GB are decimal)"}
 				}
 				req.MemoryBytes = n
 			}
@@ -109,27 +112,6 @@ server's, one hour unless configured). Sessions need --compute-class host.`,
 	f.StringArrayVar(&req.Volumes, "volume", nil, "mount a volume: NAME:/path (repeatable; create it with 'chalk volume create')")
 	f.BoolVar(&asJSON, "json", false, "print the container as JSON")
 	return cmd
-}
-
-// parseBytes reads sizes such as 512m, 2g, 1024 (bytes).
-func parseBytes(s string) (int64, error) {
-	t := strings.ToLower(strings.TrimSpace(s))
-	mult := int64(1)
-	for suffix, m := range map[string]int64{"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40} {
-		for _, form := range []string{suffix + "ib", suffix + "b", suffix} {
-			if strings.HasSuffix(t, form) {
-				t, mult = strings.TrimSuffix(t, form), m
-				goto parse
-			}
-		}
-	}
-	t = strings.TrimSuffix(t, "b")
-parse:
-	n, err := strconv.ParseFloat(t, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("--memory %q is not a size", s)
-	}
-	return int64(n * float64(mult)), nil
 }
 
 func writeJSONOut(w interface{ Write([]byte) (int, error) }, v any) error {
