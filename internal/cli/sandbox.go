@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chalk-rl/chalk/internal/atomicfile"
 	"github.com/chalk-rl/chalk/internal/hint"
 	"github.com/chalk-rl/chalk/internal/sshconfig"
 )
@@ -86,7 +87,7 @@ writes nothing.`,
 			if err != nil {
 				return fmt.Errorf("%s: %w", path, err)
 			}
-			if err := sshconfig.WriteFile(path, data); err != nil {
+			if err := atomicfile.WriteFile(path, data); err != nil {
 				return hint.Wrap(fmt.Errorf("write the ssh config: %w", err), "check that you can write to "+path+", or pick another file with --ssh-config")
 			}
 			fmt.Fprintf(a.stderr, "updated %s: 'ssh %s<sandbox name or id>' now reaches a sandbox\n", path, o.Prefix)
@@ -117,7 +118,7 @@ func (a *app) removeSSHBlock(path string) error {
 		fmt.Fprintf(a.stderr, "%s has no chalk block; nothing to remove\n", path)
 		return nil
 	}
-	if err := sshconfig.WriteFile(path, data); err != nil {
+	if err := atomicfile.WriteFile(path, data); err != nil {
 		return hint.Wrap(fmt.Errorf("write the ssh config: %w", err), "check that you can write to "+path)
 	}
 	fmt.Fprintf(a.stderr, "updated %s: removed the chalk block\n", path)

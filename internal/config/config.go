@@ -23,6 +23,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/chalk-rl/chalk/internal/atomicfile"
 	"github.com/chalk-rl/chalk/internal/hint"
 )
 
@@ -179,7 +180,7 @@ func ReadFile(path string) (API, error) {
 
 // WriteAPI sets the [api] table in the TOML file at path to a, keeping
 // every other table of the file as it is. The file is written 0600 (it
-// holds a token), atomically.
+// holds a token), atomically; a symlinked file is replaced at its target.
 func WriteAPI(path string, a API) error {
 	old, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -193,27 +194,7 @@ func WriteAPI(path string, a API) error {
 			table.Write(b)
 		}
 	}
-	data := replaceTable(string(old), "api", table.String())
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".config-*.toml")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.WriteString(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.WriteFile(path, []byte(replaceTable(string(old), "api", table.String())))
 }
 
 // replaceTable swaps the lines of table [name] in doc (from its header

@@ -118,3 +118,25 @@ func TestWriteAPIKeepsOtherTables(t *testing.T) {
 		t.Fatalf("%+v %v", a, err)
 	}
 }
+
+func TestWriteAPIFollowsASymlink(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "dotfiles", "chalk.toml")
+	write(t, real, "[other]\nk = 'v'\n")
+	link := filepath.Join(dir, "chalk", "config.toml")
+	if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteAPI(link, API{URL: "https://x"}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link was replaced by a file: %v %v", fi, err)
+	}
+	if a, err := ReadFile(real); err != nil || a.URL != "https://x" {
+		t.Fatalf("the link's target: %+v %v", a, err)
+	}
+}

@@ -1,4 +1,7 @@
-package sshconfig
+// Package atomicfile replaces private files (mode 0600: ssh configs,
+// config files that hold a token) so that a reader, or a crash, sees the
+// old file or the new one, never half of one.
+package atomicfile
 
 import (
 	"errors"
@@ -9,11 +12,11 @@ import (
 )
 
 // WriteFile replaces the file at path with data, atomically: a temporary
-// file in the same directory is written, synced and renamed over it, so a
-// reader (or a crash) sees the old or the new config, never half of one.
-// The file gets mode 0600. A missing parent directory is created with mode
-// 0700, as ssh wants ~/.ssh. If path is a symlink, the file it points to
-// is replaced and the link kept.
+// file in the same directory is written, synced and renamed over it. The
+// file gets mode 0600, whatever its mode was. A missing parent directory is
+// created with mode 0700 (as ssh wants ~/.ssh). If path is a symlink, the
+// file it points to is replaced and the link kept, so a config kept in a
+// dotfiles repository stays there.
 func WriteFile(path string, data []byte) error {
 	target, err := resolve(path)
 	if err != nil {
