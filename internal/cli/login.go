@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -55,8 +54,10 @@ func (a *app) loginCommand() *cobra.Command {
 		Use:   "login URL",
 		Short: "Save the Chalk API's address and your token, pinning a self-signed certificate",
 		Long: `Check that the Chalk API server at URL accepts the token, and save both in
-your config file ($XDG_CONFIG_HOME/chalk/config.toml, mode 0600), or, with
---project, in the project's .chalk/config.toml (under --dir).
+your config file ($XDG_CONFIG_HOME/chalk/config.toml, else
+~/.config/chalk/config.toml; mode 0600), or, with --project, in the
+project's: the nearest .chalk/config.toml at or above --dir, else a new
+one in --dir.
 
 When the server's certificate is not signed by an authority this machine
 trusts (the server's own self-signed one), login pins its fingerprint:
@@ -109,10 +110,7 @@ CHALK_API_TOKEN.`,
 			}
 			path, err := config.UserFile()
 			if project {
-				var pdir string
-				if pdir, err = projectDir(dir); err == nil {
-					path = filepath.Join(pdir, config.ProjectFile)
-				}
+				path, err = config.ProjectFileToWrite(dir)
 			}
 			if err != nil {
 				return err
@@ -131,7 +129,7 @@ CHALK_API_TOKEN.`,
 	f.StringVar(&token, "token", "", "the API token ('-' reads it from stdin)")
 	f.StringVar(&fingerprint, "fingerprint", "", "the certificate fingerprint the server printed (sha256:...), checked before pinning")
 	f.BoolVar(&project, "project", false, "save in the project's .chalk/config.toml instead of your user config")
-	f.StringVar(&dir, "dir", "", "the project directory (default: the current directory)")
+	f.StringVar(&dir, "dir", "", "the project directory (default: the current directory); its config is the nearest .chalk/config.toml at or above it")
 	return cmd
 }
 

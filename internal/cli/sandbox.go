@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chalk-rl/chalk/internal/atomicfile"
+	"github.com/chalk-rl/chalk/internal/config"
 	"github.com/chalk-rl/chalk/internal/hint"
 	"github.com/chalk-rl/chalk/internal/sshconfig"
 )
@@ -68,7 +69,7 @@ writes nothing.`,
 			if o.Chalk, err = chalkPath(); err != nil {
 				return err
 			}
-			if o.Dir, err = projectDir(dir); err != nil {
+			if o.Dir, err = config.ProjectDir(dir); err != nil {
 				return err
 			}
 			if err := o.Validate(); err != nil {
@@ -162,23 +163,4 @@ func chalkPath() (string, error) {
 		return "", hint.Wrap(fmt.Errorf("find the chalk binary: %w", err), "run chalk by its full path")
 	}
 	return exe, nil
-}
-
-// projectDir makes dir (default ".") absolute and checks it is a directory.
-func projectDir(dir string) (string, error) {
-	if dir == "" {
-		dir = "."
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	fi, err := os.Stat(abs)
-	if err != nil {
-		return "", hint.Wrap(err, "pass --dir the project's directory")
-	}
-	if !fi.IsDir() {
-		return "", hint.Newf("pass --dir the project's directory", "%s is not a directory", abs)
-	}
-	return abs, nil
 }

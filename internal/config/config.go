@@ -2,12 +2,15 @@
 // server is, the token, and the pinned fingerprint of a self-signed
 // server certificate. They come, field by field, from the environment
 // (CHALK_API_URL, CHALK_API_TOKEN, CHALK_API_FINGERPRINT), else the
-// project's .chalk/config.toml (found from --dir, or walking up from the
-// working directory), else the user's file
-// ($XDG_CONFIG_HOME/chalk/config.toml, default ~/.config/chalk/config.toml).
+// config files that Files finds: the nearest .chalk/config.toml at or
+// above --dir (default: the working directory), else the user's file
+// ($XDG_CONFIG_HOME/chalk/config.toml when XDG_CONFIG_HOME is absolute,
+// else ~/.config/chalk/config.toml).
 //
-// Only the [api] table is read here; other tables in the same file belong
-// to other parts of chalk and are left alone.
+// Files is the one place that finds chalk's config files; internal/plugin
+// reads its [plugins] table from the same files. Only the [api] table is
+// read here; other tables in the same file belong to other parts of chalk
+// and are left alone.
 package config
 
 import (
@@ -16,7 +19,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -33,9 +35,6 @@ const (
 	EnvToken       = "CHALK_API_TOKEN"
 	EnvFingerprint = "CHALK_API_FINGERPRINT"
 )
-
-// ProjectFile is the project config's path inside a project directory.
-const ProjectFile = ".chalk/config.toml"
 
 // API is the [api] table.
 type API struct {
@@ -55,7 +54,7 @@ type Settings struct {
 var apiKeys = []string{"url", "token", "fingerprint"}
 
 // Load resolves the settings for a command run with --dir dir (""
-// means: walk up from the working directory).
+// means the working directory), from the files Files finds there.
 func Load(dir string) (Settings, error) {
 	s := Settings{Source: map[string]string{}}
 	set := func(field *string, key, v, src string) {
@@ -66,14 +65,9 @@ func Load(dir string) (Settings, error) {
 	set(&s.URL, "url", os.Getenv(EnvURL), "env "+EnvURL)
 	set(&s.Token, "token", os.Getenv(EnvToken), "env "+EnvToken)
 	set(&s.Fingerprint, "fingerprint", os.Getenv(EnvFingerprint), "env "+EnvFingerprint)
-	var files []string
-	if p, err := FindProject(dir); err != nil {
+	files, err := Files(dir)
+	if err != nil {
 		return s, err
-	} else if p != "" {
-		files = append(files, p)
-	}
-	if u, err := UserFile(); err == nil {
-		files = append(files, u)
 	}
 	for _, f := range files {
 		a, err := ReadFile(f)
@@ -85,49 +79,6 @@ func Load(dir string) (Settings, error) {
 		set(&s.Fingerprint, "fingerprint", a.Fingerprint, f)
 	}
 	return s, nil
-}
-
-// FindProject returns the project config for dir: dir/.chalk/config.toml
-// when dir is given, else the nearest one at or above the working
-// directory; "" when there is none.
-func FindProject(dir string) (string, error) {
-	if dir != "" {
-		abs, err := filepath.Abs(dir)
-		if err != nil {
-			return "", err
-		}
-		p := filepath.Join(abs, ProjectFile)
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-		return "", nil
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", nil
-	}
-	for d := wd; ; d = filepath.Dir(d) {
-		p := filepath.Join(d, ProjectFile)
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-		if filepath.Dir(d) == d {
-			return "", nil
-		}
-	}
-}
-
-// UserFile is the user's config file path.
-func UserFile() (string, error) {
-	base := os.Getenv("XDG_CONFIG_HOME")
-	if base == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", err
-		}
-		base = filepath.Join(home, ".config")
-	}
-	return filepath.Join(base, "chalk", "config.toml"), nil
 }
 
 // ReadFile reads the [api] table of the TOML file at path. A missing

@@ -55,19 +55,20 @@ func TestWalkUp(t *testing.T) {
 	if err := os.MkdirAll(deep, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	wd, _ := os.Getwd()
-	defer os.Chdir(wd)
-	if err := os.Chdir(deep); err != nil {
-		t.Fatal(err)
-	}
+	t.Chdir(deep)
 	s, err := Load("")
 	if err != nil || s.URL != "https://walked" {
 		t.Fatalf("%+v %v", s.API, err)
 	}
-	// --dir names the project: no walking from elsewhere.
-	s, err = Load(filepath.Join(home, "elsewhere"))
-	if err != nil || s.URL != "" {
-		t.Fatalf("with --dir elsewhere: %+v %v", s.API, err)
+	// --dir walks up as well, like git -C.
+	t.Chdir(home)
+	s, err = Load(deep)
+	if err != nil || s.URL != "https://walked" {
+		t.Fatalf("with --dir %s: %+v %v", deep, s.API, err)
+	}
+	// A mistyped --dir is an error, not some other directory's settings.
+	if _, err := Load(filepath.Join(proj, "nope")); err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("with --dir nope: %v", err)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/chalk-rl/chalk/internal/config"
 	"github.com/chalk-rl/chalk/internal/hint"
 )
 
@@ -28,10 +29,6 @@ const (
 	HardwareLimits   = "hardware_limits"
 	ContainerRunArgs = "container_run_args"
 )
-
-// ProjectConfig is where a project keeps Chalk's config, relative to the
-// project directory or any directory above the working directory.
-const ProjectConfig = ".chalk/config.toml"
 
 // DefaultTimeout bounds each plugin call unless [plugins] timeout says
 // otherwise.
@@ -62,55 +59,13 @@ type Plugins struct {
 	Configs []string
 }
 
-// ConfigPaths returns the config files that apply in dir, most specific
-// first: the nearest .chalk/config.toml in dir or above it, then the
-// user's ($XDG_CONFIG_HOME/chalk/config.toml, else
-// ~/.config/chalk/config.toml). Only files that exist are returned.
-func ConfigPaths(dir string) ([]string, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, err
-	}
-	var paths []string
-	for d := abs; ; d = filepath.Dir(d) {
-		p := filepath.Join(d, filepath.FromSlash(ProjectConfig))
-		if isFile(p) {
-			paths = append(paths, p)
-			break
-		}
-		if filepath.Dir(d) == d {
-			break
-		}
-	}
-	if u := UserConfig(); u != "" && isFile(u) && (len(paths) == 0 || paths[0] != u) {
-		paths = append(paths, u)
-	}
-	return paths, nil
-}
-
-// UserConfig is the user's config file, whether or not it exists.
-func UserConfig() string {
-	if x := os.Getenv("XDG_CONFIG_HOME"); x != "" && filepath.IsAbs(x) {
-		return filepath.Join(x, "chalk", "config.toml")
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(home, ".config", "chalk", "config.toml")
-}
-
-func isFile(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && !st.IsDir()
-}
-
 // Load reads the [plugins] table of the config files that apply in dir
-// (see ConfigPaths) and checks that each plugin it names can be run. A key
+// (config.Files: the nearest .chalk/config.toml at or above dir, then the
+// user's) and checks that each plugin it names can be run. A key
 // in the project's file wins over the same key in the user's. Other tables
 // of the files are left to their own readers.
 func Load(dir string) (*Plugins, error) {
-	paths, err := ConfigPaths(dir)
+	paths, err := config.Files(dir)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chalk-rl/chalk/internal/config"
 	"github.com/chalk-rl/chalk/internal/env"
 	"github.com/chalk-rl/chalk/internal/hint"
 )
@@ -62,7 +63,9 @@ func TestProjectKeysWinOverTheUsersKeys(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", "")
 	t.Setenv("HOME", home)
-	assert.Equal(t, filepath.Join(home, ".config", "chalk", "config.toml"), UserConfig())
+	user, err = config.UserFile()
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(home, ".config", "chalk", "config.toml"), user)
 }
 
 func TestNoPluginKeepsChalkTomlHardware(t *testing.T) {
