@@ -320,6 +320,7 @@ func (s *Server) removeContainer(w http.ResponseWriter, r *http.Request, who sto
 		writeError(w, err)
 		return
 	}
+	s.forgetContainer(c.ID)
 	if err := s.Host.RemoveSockets(c.ID); err != nil {
 		s.Log.Warn("remove the container's session sockets", "id", c.ID, "err", err)
 	}

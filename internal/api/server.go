@@ -37,8 +37,8 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[*hostclass.Exec]struct{}
-	// socketless holds the containers whose session sockets failed.
-	socketless map[string]bool
+	// notes holds what sessions learned about each container.
+	notes map[string]*connectorNote
 }
 
 // track records a session's process while it runs; the returned func

@@ -79,122 +79,125 @@ func (s *Server) proxySession(w http.ResponseWriter, r *http.Request, who store.
 		writeError(w, err)
 		return
 	}
-	conn, err := s.pickConnector(ctx, c.EngineID)
+	l, err := s.launch(ctx, c, port)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	// The bytes go through a unix socket when the container has a
-	// socket directory and the connector can dial one; else through the
-	// connector's stdio.
-	cmd := conn.Command(port)
-	sock := s.sessionSocket(c.ID, conn)
-	if sock != nil {
-		defer sock.Close()
-		cmd = conn.SocketCommand(port, sock.Path)
-	}
-	x, err := s.Host.StartExec(ctx, c.EngineID, hostclass.ExecSpec{Cmd: cmd})
-	if err != nil {
-		writeError(w, fmt.Errorf("start the connector (%s) in container %s: %w", conn, c.Name, err))
-		return
-	}
+	defer func() { l.close() }()
 	ws, err := s.accept(w, r)
 	if err != nil {
-		_ = x.Kill(context.WithoutCancel(ctx))
-		x.Close()
+		_ = l.x.Kill(context.WithoutCancel(ctx))
+		l.x.Close()
 		return
 	}
-	log := s.Log.With("owner", who.Owner, "container", c.ID, "kind", "proxy", "port", port, "connector", string(conn), "socket", sock != nil)
-	log.Info("session opened")
+	log := s.Log.With("owner", who.Owner, "container", c.ID, "kind", "proxy", "port", port)
+	log.Info("session opened", "connector", string(l.conn), "socket", l.sock != nil)
 	start := time.Now()
-	stderr := &connectorErrors{conn: conn, x: x}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // after finish: ending ctx closes ws
 	go session.KeepAlive(ctx, ws, s.Keepalive, func() { log.Info("session peer stopped answering pings") })
 	lower := streamConn(r)
 	var ex session.Exit
-	stdio := sock == nil
-	if sock != nil {
+	for {
+		stderr := &connectorErrors{conn: l.conn, x: l.x}
 		var why error
-		ex, why = s.bridgeSocket(ctx, ws, lower, x, sock, stderr)
-		if stdio = why != nil; stdio {
+		if l.sock == nil {
+			ex = s.bridge(ctx, ws, lower, l.x, stderr)
+		} else {
+			ex, why = s.bridgeSocket(ctx, ws, lower, l.x, l.sock, stderr)
+		}
+		if why == nil || errors.Is(why, errConnectorMissing) && !l.known {
+			ex = s.explain(ctx, ws, ex, stderr, l.conn, c.Name, port)
+			break
+		}
+		// Nothing has moved yet: start another connector.
+		if errors.Is(why, errConnectorMissing) {
+			// The connector noted at an earlier session is gone from
+			// the container: look again.
+			s.forgetConnector(c.ID)
+		} else {
 			// The socket was out of socat's reach (a directory replaced
 			// on the host, a security module), or its connection could
 			// not be checked: carry on as without one, from now on.
-			s.noSockets(c.ID)
+			s.note(c.ID, func(n *connectorNote) { n.socketless = true })
 			log.Warn("session socket unusable; using docker exec's stdio", "why", why.Error(), "complaint", strings.TrimSpace(stderr.text()))
-			x, err = s.Host.StartExec(ctx, c.EngineID, hostclass.ExecSpec{Cmd: conn.Command(port)})
-			if err != nil {
-				ex = session.Exit{Code: -1, Error: fmt.Sprintf("start the connector (%s) in container %s: %v", conn, c.Name, err), Kind: session.ErrFailed}
-				stdio = false
-			}
-			stderr = &connectorErrors{conn: conn, x: x}
 		}
-	}
-	if stdio {
-		ex = s.bridge(ctx, ws, lower, x, stderr)
-	}
-	if ex.Code != 0 && session.Refused(stderr.text()) {
-		ex.Kind = session.ErrNotListening
-		ex.Error = fmt.Sprintf("nothing is listening on 127.0.0.1:%d in container %s", port, c.Name)
-		ex.Hint = fmt.Sprintf("start the server in the container, or check the port it listens on: chalk session exec %s sh -- -c 'ss -ltn || netstat -ltn'", c.Name)
-	} else if t := stderr.text(); t != "" {
-		// What the connector complained about, for the person to read.
-		_ = ws.Write(ctx, websocket.MessageBinary, append([]byte{session.KindStderr}, t...))
+		l.close()
+		if l, err = s.launch(ctx, c, port); err != nil {
+			ex = session.Exit{Code: -1, Error: err.Error(), Kind: session.ErrFailed}
+			if ae := (*apiError)(nil); errors.As(err, &ae) {
+				ex = session.Exit{Code: -1, Error: ae.Msg, Kind: ae.Code, Hint: ae.Hint}
+			}
+			l = &launched{}
+			break
+		}
+		log.Info("session connector replaced", "connector", string(l.conn), "socket", l.sock != nil)
 	}
 	s.finish(ws, ex)
 	log.Info("session closed", "duration_ms", time.Since(start).Milliseconds(), "exit", ex.Code)
 }
 
-// pickConnector finds the best connector in the container: with a shell,
-// one probe answers; without one, each connector is tried directly.
-func (s *Server) pickConnector(ctx context.Context, engineID string) (session.Connector, error) {
-	var out bytes.Buffer
-	code, err := s.runQuiet(ctx, engineID, []string{"sh", "-c", session.ProbeScript}, &out)
-	if err == nil && code == 0 {
-		if c, ok := session.ParseProbe(out.String()); ok {
-			return c, nil
-		}
+// launched is a session's connector, started.
+type launched struct {
+	conn  session.Connector
+	known bool // conn was noted at an earlier session, not probed for
+	sock  *hostclass.SessionSocket
+	x     *hostclass.Exec
+}
+
+// close closes the session's socket, if it has one.
+func (l *launched) close() {
+	if l.sock != nil {
+		l.sock.Close()
 	}
-	if err == nil && code == 3 {
-		return "", noConnector()
-	}
-	// No shell (or it failed): try the programs themselves.
-	for _, c := range session.Order {
-		code, err := s.runQuiet(ctx, engineID, c.VersionProbe(), nil)
-		if errors.Is(err, hostclass.ErrNoExecutable) || code == 126 || code == 127 {
-			continue
-		}
+}
+
+// launch starts a connector in container c for a session to port: the
+// best the container has, dialling a session socket when it can.
+func (s *Server) launch(ctx context.Context, c store.Container, port int) (*launched, error) {
+	for {
+		conn, known, err := s.connectorFor(ctx, c.ID, c.EngineID)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		return c, nil
+		l := &launched{conn: conn, known: known, sock: s.sessionSocket(c.ID, conn)}
+		cmd := conn.Command(port)
+		if l.sock != nil {
+			cmd = conn.SocketCommand(port, l.sock.Path)
+		}
+		l.x, err = s.Host.StartExec(ctx, c.EngineID, hostclass.ExecSpec{Cmd: cmd})
+		if err == nil {
+			return l, nil
+		}
+		l.close()
+		if !known || !errors.Is(err, hostclass.ErrNoExecutable) {
+			return nil, fmt.Errorf("start the connector (%s) in container %s: %w", conn, c.Name, err)
+		}
+		// The connector noted at an earlier session is gone from the
+		// container: look again (this time not from a note).
+		s.forgetConnector(c.ID)
 	}
-	return "", noConnector()
 }
 
-func noConnector() error {
-	return &apiError{Status: http.StatusConflict, Code: session.ErrNoConnector, Msg: session.ErrNoConnectorText, Hint: session.NoConnectorHint}
-}
-
-// runQuiet runs cmd in the container to its end and returns its exit
-// code, with its stdout in out.
-func (s *Server) runQuiet(ctx context.Context, engineID string, cmd []string, out *bytes.Buffer) (int, error) {
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	x, err := s.Host.StartExec(ctx, engineID, hostclass.ExecSpec{Cmd: cmd})
-	if err != nil {
-		return -1, err
+// explain turns a proxy session's exit into words: a refused port, a
+// connector that failed, or its complaints passed on to the person.
+func (s *Server) explain(ctx context.Context, ws *websocket.Conn, ex session.Exit, stderr *connectorErrors, conn session.Connector, name string, port int) session.Exit {
+	switch {
+	case ex.Code != 0 && session.Refused(stderr.text()):
+		ex.Kind = session.ErrNotListening
+		ex.Error = fmt.Sprintf("nothing is listening on 127.0.0.1:%d in container %s", port, name)
+		ex.Hint = fmt.Sprintf("start the server in the container, or check the port it listens on: chalk session exec %s sh -- -c 'ss -ltn || netstat -ltn'", name)
+		return ex
+	case ex.Code > 0 && ex.Error == "":
+		ex.Kind = session.ErrFailed
+		ex.Error = fmt.Sprintf("the connector (%s) in container %s failed with exit status %d", conn, name, ex.Code)
 	}
-	defer x.Close()
-	_ = x.CloseWrite()
-	var sink bytes.Buffer
-	if out == nil {
-		out = &sink
+	if t := stderr.text(); t != "" {
+		// What the connector complained about, for the person to read.
+		_ = ws.Write(ctx, websocket.MessageBinary, append([]byte{session.KindStderr}, t...))
 	}
-	_ = x.Output(out, &sink)
-	st, err := x.Wait(ctx)
-	return st.ExitCode, err
+	return ex
 }
 
 // bridge moves a session's bytes between ws and the process x until the
@@ -207,13 +210,8 @@ func (s *Server) bridge(ctx context.Context, ws *websocket.Conn, lower *session.
 	defer s.attend(ctx, x)()
 	clientGone := s.passInput(ctx, ws, x, x, x.Close)
 	out := &frameWriter{ws: ws, ctx: ctx, kind: session.KindData, lower: lower}
-	var startErr *hostclass.StartError
-	if err := x.Output(out, stderr); errors.As(err, &startErr) {
-		if startErr.NotFound() {
-			return session.Exit{Code: 127, Error: "command not found in the container: " + startErr.Msg, Kind: session.ErrNotFound,
-				Hint: "check the command's name, or give its full path"}
-		}
-		return session.Exit{Code: 126, Error: "the command could not start: " + startErr.Msg, Kind: session.ErrFailed}
+	if ex, failed := startExit(x.Output(out, stderr)); failed {
+		return ex
 	}
 	select {
 	case <-clientGone:
@@ -222,6 +220,24 @@ func (s *Server) bridge(ctx context.Context, ws *websocket.Conn, lower *session.
 	}
 	return s.processExit(ctx, x, nil)
 }
+
+// startExit is the exit of a process that could not start, when err
+// says so (the daemon reports a missing program once it runs it).
+func startExit(err error) (session.Exit, bool) {
+	var se *hostclass.StartError
+	if !errors.As(err, &se) {
+		return session.Exit{}, false
+	}
+	if se.NotFound() {
+		return session.Exit{Code: 127, Error: "command not found in the container: " + se.Msg, Kind: session.ErrNotFound,
+			Hint: "check the command's name, or give its full path"}, true
+	}
+	return session.Exit{Code: 126, Error: "the command could not start: " + se.Msg, Kind: session.ErrFailed}, true
+}
+
+// errConnectorMissing is a session's connector that was not in the
+// container.
+var errConnectorMissing = errors.New("the connector is not in the container")
 
 // attend watches over a session's process x while the session runs: it
 // is tracked (EndSessions). The returned func, called when the session
@@ -263,9 +279,10 @@ func (s *Server) passInput(ctx context.Context, ws *websocket.Conn, in input, x 
 func (s *Server) bridgeSocket(ctx context.Context, ws *websocket.Conn, lower *session.BufConn, x *hostclass.Exec, sock *hostclass.SessionSocket, stderr *connectorErrors) (session.Exit, error) {
 	defer s.attend(ctx, x)()
 	exited := make(chan struct{})
+	outErr := make(chan error, 1)
 	go func() {
 		defer close(exited)
-		_ = x.Output(io.Discard, stderr)
+		outErr <- x.Output(io.Discard, stderr)
 	}()
 	uc, err := sock.Accept(ctx, x, exited, 30*time.Second)
 	sock.Close() // no one else may connect; the file goes at once
@@ -276,6 +293,17 @@ func (s *Server) bridgeSocket(ctx context.Context, ws *websocket.Conn, lower *se
 		// socat dials the socket first: a complaint about it means the
 		// socket was out of reach, and the port was never touched.
 		ex := s.processExit(ctx, x, exited)
+		var err error
+		select {
+		case err = <-outErr:
+		default:
+		}
+		if sx, failed := startExit(err); failed {
+			if sx.Kind == session.ErrNotFound {
+				return sx, errConnectorMissing
+			}
+			return sx, nil
+		}
 		if strings.Contains(stderr.text(), hostclass.SocketMount) {
 			return ex, errors.New("the connector could not reach its socket")
 		}
@@ -328,10 +356,7 @@ func (s *Server) sessionSocket(id string, conn session.Connector) *hostclass.Ses
 	if !conn.DialsSockets() {
 		return nil
 	}
-	s.mu.Lock()
-	failed := s.socketless[id]
-	s.mu.Unlock()
-	if failed {
+	if s.noteOf(id).socketless {
 		return nil
 	}
 	sock, err := s.Host.ListenSession(id)
@@ -340,17 +365,6 @@ func (s *Server) sessionSocket(id string, conn session.Connector) *hostclass.Ses
 		return nil
 	}
 	return sock
-}
-
-// noSockets makes container id's sessions use their connector's stdio
-// from now on.
-func (s *Server) noSockets(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.socketless == nil {
-		s.socketless = map[string]bool{}
-	}
-	s.socketless[id] = true
 }
 
 // drain reads what c already holds into buf without waiting, so that

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"io/fs"
 	"net"
@@ -469,4 +470,66 @@ func TestProxyEndsWhenServiceCloses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestConnectorNoted: once a container's probe found socat, its next
+// sessions start socat without probing (one exec each, counted in the
+// daemon's events); when socat then goes from the container, a session
+// still opens, through the next connector in the seed's order.
+func TestConnectorNoted(t *testing.T) {
+	w := setup(t)
+	name, id := w.box(t, "sshd")
+	engine := w.engineID(t, id)
+	proxy := func() {
+		t.Helper()
+		out, errOut, code := w.chalk(t, w.alice, httpRequest, "session", "proxy", name, "--port", "8080")
+		if code != 0 || !strings.HasPrefix(out, "HTTP/1.0 200 OK") {
+			t.Fatalf("proxy: exit %d\nstdout: %q\nstderr: %s", code, out, errOut)
+		}
+	}
+	var execs [2][]string
+	for i := range execs {
+		since := time.Now()
+		proxy()
+		execs[i] = w.execsSince(t, engine, since)
+	}
+	if len(execs[0]) != 2 || !strings.HasPrefix(execs[0][0], "sh -c") {
+		t.Errorf("the first session ran %q: want the probe, then the connector", execs[0])
+	}
+	if len(execs[1]) != 1 || !strings.HasPrefix(execs[1][0], "socat ") {
+		t.Errorf("the second session ran %q: want only socat", execs[1])
+	}
+
+	if out, errOut, code := w.chalk(t, w.alice, "", "session", "exec", name, "sh", "--", "-c", `rm "$(command -v socat)"`); code != 0 {
+		t.Fatalf("remove socat: exit %d\n%s%s", code, out, errOut)
+	}
+	proxy()
+	var last string
+	for _, line := range strings.Split(w.serverLog(t), "\n") {
+		if strings.Contains(line, `"connector":`) && strings.Contains(line, `"container":"`+id+`"`) {
+			last = line
+		}
+	}
+	if !strings.Contains(last, `"connector":"bash"`) && !strings.Contains(last, `"connector":"nc`) {
+		t.Fatalf("with socat gone, the session did not move to nc or bash: %s", last)
+	}
+}
+
+// execsSince lists the commands the daemon started in container engine
+// since a time, from its events.
+func (w *world) execsSince(t testing.TB, engine string, since time.Time) []string {
+	t.Helper()
+	stamp := func(t time.Time) string { return fmt.Sprintf("%d.%09d", t.Unix(), t.Nanosecond()) }
+	out, err := exec.Command("docker", "events", "--filter", "container="+engine, "--filter", "event=exec_create",
+		"--since", stamp(since), "--until", stamp(time.Now()), "--format", "{{.Action}}").Output()
+	if err != nil {
+		t.Fatalf("docker events: %v", err)
+	}
+	var cmds []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if c, ok := strings.CutPrefix(line, "exec_create: "); ok {
+			cmds = append(cmds, c)
+		}
+	}
+	return cmds
 }
