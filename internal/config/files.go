@@ -52,6 +52,13 @@ func FindProject(dir string) (string, error) {
 }
 
 func findProject(dir string) (string, fs.FileInfo, error) {
+	if dir == "" {
+		if _, err := os.Getwd(); err != nil {
+			// The working directory is gone: no project, and settings
+			// from the environment or the user's file still work.
+			return "", nil, nil
+		}
+	}
 	start, err := ProjectDir(dir)
 	if err != nil {
 		return "", nil, err

@@ -175,3 +175,22 @@ func TestProjectFileToWrite(t *testing.T) {
 		t.Errorf("with one above: %q %v", got, err)
 	}
 }
+
+// TestFilesWorkingDirectoryGone: with the working directory deleted and
+// no --dir, there is no project, and the user's file still applies.
+func TestFilesWorkingDirectoryGone(t *testing.T) {
+	root := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(root, "xdg"))
+	user := filepath.Join(root, "xdg", "chalk", "config.toml")
+	write(t, user, "")
+	gone := filepath.Join(root, "gone")
+	mkdir(t, gone)
+	t.Chdir(gone)
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Files("")
+	if err != nil || !slices.Equal(got, []string{user}) {
+		t.Fatalf("Files: %q, %v; want only the user's file", got, err)
+	}
+}
