@@ -98,14 +98,15 @@ func (s *Server) proxySession(w http.ResponseWriter, r *http.Request, who store.
 	defer cancel() // after finish: ending ctx closes ws
 	go session.KeepAlive(ctx, ws, s.Keepalive, func() { log.Info("session peer stopped answering pings") })
 	lower := streamConn(r)
+	in := s.takeInput(ctx, ws)
 	var ex session.Exit
 	for {
 		stderr := &connectorErrors{conn: l.conn, x: l.x}
 		var why error
 		if l.sock == nil {
-			ex = s.bridge(ctx, ws, lower, l.x, stderr)
+			ex = s.bridge(ctx, ws, lower, l.x, stderr, in)
 		} else {
-			ex, why = s.bridgeSocket(ctx, ws, lower, l.x, l.sock, stderr)
+			ex, why = s.bridgeSocket(ctx, ws, lower, l.x, l.sock, stderr, in)
 		}
 		if why == nil || errors.Is(why, errConnectorMissing) && !l.known {
 			ex = s.explain(ctx, ws, ex, stderr, l.conn, c.Name, port)
@@ -206,15 +207,15 @@ func (s *Server) explain(ctx context.Context, ws *websocket.Conn, ex session.Exi
 // to report. ctx must outlive the call until the exit is sent: ending it
 // closes ws. lower, when not nil, is the connection under ws (see
 // frameWriter).
-func (s *Server) bridge(ctx context.Context, ws *websocket.Conn, lower *session.BufConn, x *hostclass.Exec, stderr stderrSink) session.Exit {
+func (s *Server) bridge(ctx context.Context, ws *websocket.Conn, lower *session.BufConn, x *hostclass.Exec, stderr stderrSink, in *sessionInput) session.Exit {
 	defer s.attend(ctx, x)()
-	clientGone := s.passInput(ctx, ws, x, x, x.Close)
+	in.attach(x, func() { s.cut(ctx, x, x.Close) })
 	out := &frameWriter{ws: ws, ctx: ctx, kind: session.KindData, lower: lower}
 	if ex, failed := startExit(x.Output(out, stderr)); failed {
 		return ex
 	}
 	select {
-	case <-clientGone:
+	case <-in.gone:
 		return session.Exit{Code: -1}
 	default:
 	}
@@ -252,20 +253,11 @@ func (s *Server) attend(ctx context.Context, x *hostclass.Exec) func() {
 	}
 }
 
-// passInput passes the client's messages to in until the client leaves
-// (or stops answering); then it kills the session's process x and calls
-// cut, which ends the session's output. The channel is closed when it is
-// done.
-func (s *Server) passInput(ctx context.Context, ws *websocket.Conn, in input, x *hostclass.Exec, cut func() error) <-chan struct{} {
-	gone := make(chan struct{})
-	go func() {
-		defer close(gone)
-		if err := s.readInput(ctx, ws, in); err != nil {
-			_ = x.Kill(context.WithoutCancel(ctx))
-			_ = cut()
-		}
-	}()
-	return gone
+// cut ends a session's process x when its client has gone, and calls
+// close, which ends the session's output.
+func (s *Server) cut(ctx context.Context, x *hostclass.Exec, close func() error) {
+	_ = x.Kill(context.WithoutCancel(ctx))
+	_ = close()
 }
 
 // bridgeSocket is bridge for a connector that carries the bytes over
@@ -276,7 +268,7 @@ func (s *Server) passInput(ctx context.Context, ws *websocket.Conn, in input, x 
 // When the connector could not reach sock, or its connection could not
 // be told from another process's, it returns why, having sent nothing:
 // the session can go on through a connector's stdio.
-func (s *Server) bridgeSocket(ctx context.Context, ws *websocket.Conn, lower *session.BufConn, x *hostclass.Exec, sock *hostclass.SessionSocket, stderr *connectorErrors) (session.Exit, error) {
+func (s *Server) bridgeSocket(ctx context.Context, ws *websocket.Conn, lower *session.BufConn, x *hostclass.Exec, sock *hostclass.SessionSocket, stderr *connectorErrors, in *sessionInput) (session.Exit, error) {
 	defer s.attend(ctx, x)()
 	exited := make(chan struct{})
 	outErr := make(chan error, 1)
@@ -284,9 +276,24 @@ func (s *Server) bridgeSocket(ctx context.Context, ws *websocket.Conn, lower *se
 		defer close(exited)
 		outErr <- x.Output(io.Discard, stderr)
 	}()
-	uc, err := sock.Accept(ctx, x, exited, 30*time.Second)
+	// The client's input is held meanwhile; its going ends the wait.
+	actx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-in.gone:
+			cancel()
+		case <-actx.Done():
+		}
+	}()
+	uc, err := sock.Accept(actx, x, exited, 30*time.Second)
+	cancel()
 	sock.Close() // no one else may connect; the file goes at once
 	switch {
+	case isClosed(in.gone):
+		if uc != nil {
+			uc.Close()
+		}
+		return session.Exit{Code: -1}, nil
 	case errors.Is(err, hostclass.ErrUnverified):
 		return session.Exit{}, err
 	case errors.Is(err, hostclass.ErrConnectorGone):
@@ -315,7 +322,7 @@ func (s *Server) bridgeSocket(ctx context.Context, ws *websocket.Conn, lower *se
 	_ = uc.SetReadBuffer(1 << 20)
 	_ = uc.SetWriteBuffer(1 << 20)
 
-	clientGone := s.passInput(ctx, ws, uc, x, uc.Close)
+	in.attach(uc, func() { s.cut(ctx, x, uc.Close) })
 	out := &frameWriter{ws: ws, ctx: ctx, kind: session.KindData, lower: lower}
 	// Read after room for the kind byte: each message goes out as it
 	// was read, uncopied.
@@ -339,10 +346,8 @@ func (s *Server) bridgeSocket(ctx context.Context, ws *websocket.Conn, lower *se
 	// The port's side ended (or the connector did). Closing the socket
 	// ends the connector's other direction, so it exits.
 	uc.Close()
-	select {
-	case <-clientGone:
+	if isClosed(in.gone) {
 		return session.Exit{Code: -1}, nil
-	default:
 	}
 	// A refused port shows here too: socat connected to the socket, then
 	// failed to reach the port and exited (the caller explains it).
@@ -586,7 +591,7 @@ func (s *Server) execSession(w http.ResponseWriter, r *http.Request, who store.T
 	defer stop() // after finish: ending ctx closes ws
 	go session.KeepAlive(ctx, ws, s.Keepalive, func() { log.Info("session peer stopped answering pings") })
 	lower := streamConn(r)
-	ex := s.bridge(ctx, ws, lower, x, &frameWriter{ws: ws, ctx: ctx, kind: session.KindStderr, lower: lower})
+	ex := s.bridge(ctx, ws, lower, x, &frameWriter{ws: ws, ctx: ctx, kind: session.KindStderr, lower: lower}, s.takeInput(ctx, ws))
 	s.finish(ws, ex)
 	log.Info("session closed", "duration_ms", time.Since(begin).Milliseconds(), "exit", ex.Code)
 }
