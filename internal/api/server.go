@@ -121,8 +121,27 @@ func (s *Server) Prepare(ctx context.Context) error {
 		if err := s.Host.PruneSockets(ids); err != nil {
 			s.Log.Warn("prune session socket directories", "err", err)
 		}
+		s.killLeftovers(ctx, cs)
 	}
 	return nil
+}
+
+// killLeftovers ends the session processes that a server killed before
+// it could end them left running in its containers: a connection leaves
+// no process behind, even then.
+func (s *Server) killLeftovers(ctx context.Context, cs []store.Container) {
+	for _, c := range cs {
+		if c.State != store.StateRunning || c.EngineID == "" {
+			continue
+		}
+		n, err := s.Host.KillLeftovers(ctx, c.EngineID)
+		if err != nil {
+			s.Log.Warn("end the session processes left in a container", "id", c.ID, "err", err)
+		}
+		if n > 0 {
+			s.Log.Info("ended session processes a previous server left", "id", c.ID, "processes", n)
+		}
+	}
 }
 
 // Handler is the API's HTTP handler.

@@ -15,6 +15,7 @@ import (
 	"github.com/chalk-rl/chalk/internal/api/wire"
 	"github.com/chalk-rl/chalk/internal/client"
 	"github.com/chalk-rl/chalk/internal/config"
+	"github.com/chalk-rl/chalk/internal/hostclass"
 )
 
 func (w *world) inspect(t *testing.T, token, ref string) wire.Container {
@@ -135,6 +136,14 @@ func TestRestartKeepsState(t *testing.T) {
 		t.Fatalf("no connector while the session is open: %q", w.procs(t, longID))
 	}
 	longEngine := w.engineID(t, longID)
+	// What a server killed with SIGKILL leaves: a process of a session
+	// (it carries the server's mark), beside one an admin started with
+	// docker exec, which is not the server's to end.
+	for _, args := range [][]string{{"-e", hostclass.SessionMark, longEngine, "sleep", "1001"}, {longEngine, "sleep", "1002"}} {
+		if out, err := exec.Command("docker", append([]string{"exec", "-d"}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("docker exec: %v\n%s", err, out)
+		}
+	}
 	w.shutdown()
 	if out, _ := exec.Command("docker", "exec", longEngine, "ps", "-eo", "args").Output(); strings.Contains(string(out), "/dev/tcp") {
 		t.Fatalf("the session's connector outlived the server:\n%s", out)
@@ -165,6 +174,13 @@ func TestRestartKeepsState(t *testing.T) {
 	}
 	if got := w.mustChalk(t, w.alice, "session", "exec", long, "echo", "ok"); got != "ok\n" {
 		t.Fatalf("session after restart: %q", got)
+	}
+	if w.hasProc(t, longID, "sleep 1001") || !w.hasProc(t, longID, "sleep 1002") {
+		t.Fatalf("after restart, want the session's leftover gone and the admin's process kept: %q", w.procs(t, longID))
+	}
+	// Every session process carries the mark.
+	if got := w.mustChalk(t, w.alice, "session", "exec", long, "sh", "--", "-c", "echo $CHALK_SESSION"); got != "1\n" {
+		t.Fatalf("CHALK_SESSION in a session: %q", got)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -108,7 +109,7 @@ func (h *Host) httpClient() *http.Client {
 func (h *Host) StartExec(ctx context.Context, engineID string, spec ExecSpec) (*Exec, error) {
 	create := map[string]any{
 		"AttachStdin": true, "AttachStdout": true, "AttachStderr": true,
-		"Tty": spec.TTY, "Cmd": spec.Cmd, "Env": spec.Env,
+		"Tty": spec.TTY, "Cmd": spec.Cmd, "Env": append(slices.Clip(spec.Env), SessionMark),
 	}
 	startBody := map[string]any{"Detach": false, "Tty": spec.TTY}
 	if spec.TTY && spec.Cols > 0 && spec.Rows > 0 {

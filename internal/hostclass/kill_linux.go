@@ -64,3 +64,17 @@ func parentOf(pid int) int {
 	pp, _ := strconv.Atoi(f[1])
 	return pp
 }
+
+// hasEnv reports whether process pid's environment holds kv ("KEY=value").
+func hasEnv(pid int, kv string) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return false
+	}
+	for _, e := range strings.Split(string(data), "\x00") {
+		if e == kv {
+			return true
+		}
+	}
+	return false
+}

@@ -16,3 +16,5 @@ func peerPid(*net.UnixConn) (int, error) { return 0, errLinuxOnly }
 func killTree(int) error { return errLinuxOnly }
 
 func descends(int, int) bool { return false }
+
+func hasEnv(int, string) bool { return false }
