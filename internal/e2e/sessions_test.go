@@ -109,21 +109,28 @@ func TestProxyNothingListening(t *testing.T) {
 // (kill -9), the server notices the stream's end and kills the connector.
 func TestProxyKilledLeavesNothing(t *testing.T) {
 	w := setup(t)
-	_, id := w.box(t, "sshd")
-	cmd := exec.Command(w.bin, "session", "proxy", id, "--port", "7000")
-	cmd.Env = w.env(w.alice)
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct{ image, connector string }{{"sshd", "socat"}, {"bash", "bash"}} {
+		t.Run(tc.image, func(t *testing.T) {
+			t.Parallel()
+			_, id := w.box(t, tc.image)
+			cmd := exec.Command(w.bin, "session", "proxy", id, "--port", "7000")
+			cmd.Env = w.env(w.alice)
+			stdin, _ := cmd.StdinPipe()
+			stdout, _ := cmd.StdoutPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			echoOnce(t, stdin, stdout)
+			if !w.hasProc(t, id, tc.connector) {
+				t.Fatalf("no %s in the container while the session is open", tc.connector)
+			}
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			// bash's cats, killed with it, must not stay as zombies either.
+			w.waitNoProc(t, id, tc.connector)
+			w.waitNoProc(t, id, "cat")
+		})
 	}
-	echoOnce(t, stdin, stdout)
-	if !w.hasProc(t, id, "socat") {
-		t.Fatal("no socat in the container while the session is open")
-	}
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
-	w.waitNoProc(t, id, "socat")
 }
 
 // TestProxyPaths: socat carries a session through a unix socket in the

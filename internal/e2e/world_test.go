@@ -306,7 +306,8 @@ func (w *world) waitNoProc(t testing.TB, id, prefix string) {
 	for i := 0; i < 50; i++ {
 		left = left[:0]
 		for _, p := range w.procs(t, id) {
-			if strings.HasPrefix(p, prefix) {
+			// A zombie (ps shows "[cat] <defunct>") is left behind too.
+			if strings.HasPrefix(p, prefix) || strings.HasSuffix(p, "<defunct>") {
 				left = append(left, p)
 			}
 		}

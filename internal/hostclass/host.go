@@ -125,7 +125,11 @@ func (h *Host) Run(ctx context.Context, s RunSpec) (string, error) {
 		MemoryBytes: s.MemoryBytes,
 		Env:         s.Env,
 		Labels:      map[string]string{LabelManaged: "1", LabelOwner: s.Owner, LabelContainer: s.ID},
-		ExtraArgs:   []string{"--network", h.Network, "--hostname", hostname(s.Name)},
+		// docker's init as PID 1 reaps what a session leaves orphaned
+		// when it is ended (the cats of the bash connector), which the
+		// image's own entrypoint, not written to be an init, would leave
+		// as zombies.
+		ExtraArgs: []string{"--network", h.Network, "--hostname", hostname(s.Name), "--init"},
 	}
 	sockets, err := h.makeSocketDir(s.ID)
 	if err != nil {
