@@ -32,10 +32,12 @@ type runState struct {
 	reward   *float64
 	exit     string // how the student ended
 	message  string // the last note, or run.finished's message
+	version  uint64 // how many events changed it: the view rebuilds a run when it moves
 }
 
 // apply changes the run by one of its events.
 func (r *runState) apply(e transcript.Event, now time.Time) {
+	r.version++
 	switch e.Type {
 	case transcript.RunStarted:
 		if r.status == StatusBuilding {

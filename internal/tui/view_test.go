@@ -283,6 +283,22 @@ func TestEventsFromManyGoroutines(t *testing.T) {
 	u.Event(4, output("ignored"))
 }
 
+func TestSnapshotRebuildsOnlyTheRunsThatChanged(t *testing.T) {
+	u, now := testUI(t, Options{}, "a", "b")
+	u.Event(0, output("a1\n"))
+	u.Event(1, output("b1\n"))
+	first := u.snapshot()
+	u.Event(0, output("a2\n"))
+	*now = now.Add(3 * time.Second)
+	second := u.snapshot()
+
+	require.Equal(t, []string{"a1", "a2"}, second.runs[0].lines)
+	require.NotSame(t, &first.runs[0].lines[0], &second.runs[0].lines[0], "run a changed: rebuilt")
+	require.Same(t, &first.runs[1].lines[0], &second.runs[1].lines[0], "run b did not: its view is reused")
+	require.Equal(t, 3*time.Second, second.runs[1].elapsed, "a reused view's clock still moves")
+	require.Equal(t, 3*time.Second, second.elapsed)
+}
+
 func TestKeysInterrupt(t *testing.T) {
 	interrupted := make(chan struct{}, 2)
 	u, _ := testUI(t, Options{Input: strings.NewReader(""), Interrupt: func() { interrupted <- struct{}{} }}, "r")
