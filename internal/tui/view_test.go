@@ -125,7 +125,7 @@ func TestOneRunInDetail(t *testing.T) {
 		"run 1/1 abc  hello  grading  1m05s",
 		"  model    2 calls, last gpt-test-2: 200 in 1.2s, 30+0 tokens; 150 tokens in all",
 		"  limits   memory (kernel, killed)",
-		"  student  exited 0 after 3.2s",
+		"  student  exited with status 0 after 3.2s",
 		"  | compiling",
 		"  | step 1",
 		"  | step 2 half",

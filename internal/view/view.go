@@ -365,12 +365,12 @@ func decodeCursor(s string) (cursor, error) {
 }
 
 var funcs = template.FuncMap{
-	"dur":  fmtDuration,
+	"dur":  transcript.FormatDuration,
 	"size": fmtSize,
 	"mem":  env.FormatSize, // a hardware size the way chalk.toml takes it
 	"esc":  escapePath,
 	"since": func(s Summary, now time.Time) string {
-		return fmtDuration(s.Duration(now))
+		return transcript.FormatDuration(s.Duration(now))
 	},
 	"utc": func(t time.Time) string {
 		if t.IsZero() {
