@@ -34,16 +34,7 @@ func (p *progress) event(e transcript.Event) {
 		p.output(e)
 	case transcript.ProcessExited:
 		p.flush()
-		switch {
-		case e.ExitCode == nil:
-			fmt.Fprintf(p.w, "%s did not start: %s\n", e.Process, e.Message)
-		case e.TimedOut:
-			fmt.Fprintf(p.w, "%s timed out after %s\n", e.Process, time.Duration(e.DurationMS)*time.Millisecond)
-		case e.Signal != "":
-			fmt.Fprintf(p.w, "%s killed by %s after %s\n", e.Process, e.Signal, time.Duration(e.DurationMS)*time.Millisecond)
-		default:
-			fmt.Fprintf(p.w, "%s exited with status %d after %s\n", e.Process, *e.ExitCode, time.Duration(e.DurationMS)*time.Millisecond)
-		}
+		fmt.Fprintf(p.w, "%s %s\n", e.Process, transcript.ExitText(e))
 	case transcript.Confinement:
 		c := e.Confinement
 		fmt.Fprintf(p.w, "student confined in %dms: memory %s (%s), %d processes (%s), disk %s (%s), network %s (%s)\n",

@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/chalk-rl/chalk/internal/transcript"
@@ -32,10 +31,12 @@ type runState struct {
 	reward   *float64
 	exit     string // how the student ended
 	message  string // the last note, or run.finished's message
+	version  uint64 // how many events changed it: the view rebuilds a run when it moves
 }
 
 // apply changes the run by one of its events.
 func (r *runState) apply(e transcript.Event, now time.Time) {
+	r.version++
 	switch e.Type {
 	case transcript.RunStarted:
 		if r.status == StatusBuilding {
@@ -57,7 +58,7 @@ func (r *runState) apply(e transcript.Event, now time.Time) {
 		}
 	case transcript.ProcessExited:
 		if e.Process == "student" {
-			r.exit = exitString(e)
+			r.exit = transcript.ExitText(e)
 		}
 	case transcript.ModelCall:
 		if m := e.Model; m != nil {
@@ -102,16 +103,3 @@ func (r *runState) addOutput(b []byte) {
 }
 
 func (r *runState) done() bool { return !r.finished.IsZero() }
-
-func exitString(e transcript.Event) string {
-	d := (time.Duration(e.DurationMS) * time.Millisecond).String()
-	switch {
-	case e.ExitCode == nil:
-		return "did not start: " + e.Message
-	case e.TimedOut:
-		return "timed out after " + d
-	case e.Signal != "":
-		return "killed by " + e.Signal + " after " + d
-	}
-	return fmt.Sprintf("exited %d after %s", *e.ExitCode, d)
-}

@@ -96,6 +96,12 @@ type UI struct {
 	pending      []string // written lines the next frame prints
 	dropped      int      // lines left out of pending
 
+	// built is each run as the view last drew it, rebuilt by snapshot
+	// only when the run has changed, under snapMu and not mu, so that
+	// Event never waits for it.
+	snapMu sync.Mutex
+	built  []builtRun
+
 	done chan struct{} // closed when the program has returned
 	err  error
 }
@@ -110,7 +116,9 @@ func New(w io.Writer, runs []Run, opts Options) *UI {
 	u.start = u.now()
 	for i, r := range runs {
 		r.Index = i
-		u.runs = append(u.runs, &runState{Run: r, status: StatusBuilding})
+		st := &runState{Run: r, status: StatusBuilding}
+		u.runs = append(u.runs, st)
+		u.built = append(u.built, st.build())
 	}
 	u.styles = newStyles(lipgloss.NewRenderer(w))
 	u.program = tea.NewProgram(&model{ui: u},
@@ -236,35 +244,4 @@ func (u *UI) interrupt() {
 	if u.opts.Interrupt != nil {
 		go u.opts.Interrupt()
 	}
-}
-
-// snapshot copies what the view shows, so drawing holds no lock.
-func (u *UI) snapshot() snapshot {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	now := u.now()
-	s := snapshot{
-		elapsed:      now.Sub(u.start),
-		interrupting: u.interrupting,
-		keys:         u.opts.Input != nil,
-		runs:         make([]runView, len(u.runs)),
-	}
-	for i, r := range u.runs {
-		end := now
-		if r.done() {
-			end = r.finished
-		}
-		v := runView{
-			label: sanitize(r.Label), env: sanitize(r.Environment), status: sanitize(r.status),
-			elapsed: end.Sub(u.start), done: r.done(), lines: lastLines(r.output, maxOutputLines),
-			calls: r.calls, lastCall: r.lastCall, tokens: r.tokens, reward: r.reward,
-			exit: sanitize(r.exit), message: sanitize(r.message),
-		}
-		v.lastCall.Model, v.lastCall.Error = sanitize(v.lastCall.Model), sanitize(v.lastCall.Error)
-		for _, l := range r.limits {
-			v.limits = append(v.limits, transcript.LimitInfo{Name: sanitize(l.Name), Enforcement: sanitize(l.Enforcement), Action: sanitize(l.Action)})
-		}
-		s.runs[i] = v
-	}
-	return s
 }

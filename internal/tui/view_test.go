@@ -125,7 +125,7 @@ func TestOneRunInDetail(t *testing.T) {
 		"run 1/1 abc  hello  grading  1m05s",
 		"  model    2 calls, last gpt-test-2: 200 in 1.2s, 30+0 tokens; 150 tokens in all",
 		"  limits   memory (kernel, killed)",
-		"  student  exited 0 after 3.2s",
+		"  student  exited with status 0 after 3.2s",
 		"  | compiling",
 		"  | step 1",
 		"  | step 2 half",
@@ -281,6 +281,22 @@ func TestEventsFromManyGoroutines(t *testing.T) {
 	require.Contains(t, frame(u, 80, 24), "500 calls")
 	u.Event(-1, output("ignored"))
 	u.Event(4, output("ignored"))
+}
+
+func TestSnapshotRebuildsOnlyTheRunsThatChanged(t *testing.T) {
+	u, now := testUI(t, Options{}, "a", "b")
+	u.Event(0, output("a1\n"))
+	u.Event(1, output("b1\n"))
+	first := u.snapshot()
+	u.Event(0, output("a2\n"))
+	*now = now.Add(3 * time.Second)
+	second := u.snapshot()
+
+	require.Equal(t, []string{"a1", "a2"}, second.runs[0].lines)
+	require.NotSame(t, &first.runs[0].lines[0], &second.runs[0].lines[0], "run a changed: rebuilt")
+	require.Same(t, &first.runs[1].lines[0], &second.runs[1].lines[0], "run b did not: its view is reused")
+	require.Equal(t, 3*time.Second, second.runs[1].elapsed, "a reused view's clock still moves")
+	require.Equal(t, 3*time.Second, second.elapsed)
 }
 
 func TestKeysInterrupt(t *testing.T) {

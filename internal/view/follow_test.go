@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -75,6 +76,61 @@ func TestFollowingARunPicksUpNewEvents(t *testing.T) {
 	// A transcript shorter than the cursor says: it was replaced.
 	resp, _ = get(t, ts.URL+"/run/r1/events?c="+encodeCursor(cursor{Offset: 1 << 40}))
 	assert.Equal(t, http.StatusConflict, resp.StatusCode)
+}
+
+// A page and each of its polls read the transcript once: the events they
+// show and the summary in their header come from the same read.
+func TestARequestReadsTheTranscriptOnce(t *testing.T) {
+	runs := t.TempDir()
+	dir := testRun(t, runs, "r1", t0,
+		started("r1", "e", "docker"),
+		transcript.Event{Type: transcript.LimitHit, Limit: &transcript.LimitInfo{Name: "memory", Enforcement: "kernel", Action: "killed"}},
+		output("student", "stdout", "FIRST\n"))
+	s, ts := newTestServer(t, runs)
+	type span struct{ from, to int64 }
+	var mu sync.Mutex
+	var reads []span
+	s.sums.onRead = func(_ string, from, to int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		reads = append(reads, span{from, to})
+	}
+	took := func() []span {
+		mu.Lock()
+		defer mu.Unlock()
+		r := reads
+		reads = nil
+		return r
+	}
+	size := func() int64 {
+		st, err := os.Stat(filepath.Join(dir, TranscriptName))
+		require.NoError(t, err)
+		return st.Size()
+	}
+
+	_, page := get(t, ts.URL+"/run/r1")
+	require.Contains(t, page, "FIRST")
+	assert.Equal(t, []span{{0, size()}}, took(), "the page reads the transcript once")
+
+	before := size()
+	appendEvents(t, dir, t0, 3, output("student", "stdout", "SECOND\n"), finished(transcript.StatusOK, ""))
+	_, body := get(t, ts.URL+"/run/r1/events?c="+pageCursor(t, page))
+	r := decodeReply(t, body)
+	assert.Contains(t, r.HTML, "SECOND")
+	assert.NotContains(t, r.HTML, "FIRST")
+	assert.Contains(t, r.Header, `class="status s-ok">ok<`, "the header has what the poll read")
+	assert.Equal(t, []span{{before, size()}}, took(), "a poll reads what was added, once")
+
+	_, body = get(t, ts.URL+"/")
+	assert.Contains(t, body, "r1")
+	assert.Empty(t, took(), "the list has nothing new to read")
+
+	// A second page on the run reads it whole, once; its summary is not
+	// folded in twice.
+	_, page = get(t, ts.URL+"/run/r1")
+	assert.Equal(t, []span{{0, size()}}, took())
+	assert.Equal(t, 1, strings.Count(page, "SECOND"))
+	assert.Equal(t, []string{"memory"}, s.sums.get(s.root, "r1").Limits)
 }
 
 func TestLongOutputIsFolded(t *testing.T) {

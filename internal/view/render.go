@@ -100,7 +100,7 @@ func (r *renderer) add(en entry) {
 	case transcript.ProcessStarted:
 		it.Command = shellJoin(e.Command)
 	case transcript.ProcessExited:
-		it.Exit = exitText(e)
+		it.Exit = transcript.ExitText(e)
 	case transcript.Reward:
 		if e.Reward == nil {
 			it.Kind = "unknown"
@@ -134,7 +134,7 @@ func (r *renderer) stamp(it *item, e transcript.Event) {
 	}
 	it.Time = e.Time.Format(time.RFC3339Nano)
 	if !r.state.Start.IsZero() {
-		it.At = "+" + fmtDuration(e.Time.Sub(r.state.Start))
+		it.At = "+" + transcript.FormatDuration(e.Time.Sub(r.state.Start))
 	}
 }
 
@@ -242,19 +242,6 @@ func foldBySize(cs []chunk) (head, tail []chunk) {
 	return cs, nil
 }
 
-func exitText(e transcript.Event) string {
-	d := fmtDuration(time.Duration(e.DurationMS) * time.Millisecond)
-	switch {
-	case e.ExitCode == nil:
-		return "did not start: " + e.Message
-	case e.TimedOut:
-		return "timed out after " + d
-	case e.Signal != "":
-		return fmt.Sprintf("killed by %s after %s", e.Signal, d)
-	}
-	return fmt.Sprintf("exited with status %d after %s", *e.ExitCode, d)
-}
-
 // shellJoin writes a command as a person would type it in a shell.
 func shellJoin(args []string) string {
 	q := make([]string, len(args))
@@ -262,18 +249,6 @@ func shellJoin(args []string) string {
 		q[i] = runtime.ShellQuote(a)
 	}
 	return strings.Join(q, " ")
-}
-
-func fmtDuration(d time.Duration) string {
-	switch {
-	case d < 0:
-		return "0s"
-	case d < time.Second:
-		return d.Round(time.Millisecond).String()
-	case d < time.Minute:
-		return d.Round(10 * time.Millisecond).String()
-	}
-	return d.Round(time.Second).String()
 }
 
 func fmtSize(n int64) string {

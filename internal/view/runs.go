@@ -73,11 +73,15 @@ func (s *Summary) add(e transcript.Event) {
 
 // summaries keeps each run's summary with the transcript offset it was
 // read up to, so that a growing transcript is only read from where it was
-// left.
+// left. A page that also shows a run's events reads them through it, so
+// that a request reads and decodes the transcript once.
 type summaries struct {
 	mu        sync.Mutex
 	m         map[string]*cached
 	ownerGone func(owner string) (bool, string)
+	// onRead, when set, is told of every read of a transcript (readFrom):
+	// the byte range [from, to) read and decoded. Tests count reads with it.
+	onRead func(path string, from, to int64)
 }
 
 type cached struct {
@@ -88,6 +92,16 @@ type cached struct {
 
 // get returns the summary of the run name, below root.
 func (c *summaries) get(root *os.Root, name string) Summary {
+	s, _, _, _ := c.read(root, name, -1)
+	return s
+}
+
+// read returns the summary of the run name, below root, and the entries
+// of its transcript from byte offset from on, with the offset to read
+// from next; a negative from asks for the summary only. The transcript
+// is read once, from the earlier of from and where the summary was left.
+// A transcript shorter than from was replaced: read returns errReplaced.
+func (c *summaries) read(root *os.Root, name string, from int64) (Summary, []entry, int64, error) {
 	path := filepath.Join(name, TranscriptName)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -96,25 +110,41 @@ func (c *summaries) get(root *os.Root, name string) Summary {
 	}
 	st, err := root.Stat(path)
 	if err != nil {
-		return Summary{Name: name, Status: "unreadable", Err: err.Error()}
+		return Summary{Name: name, Status: "unreadable", Err: err.Error()}, nil, from, err
 	}
 	ent := c.m[path]
 	if ent == nil || st.Size() < ent.off || (st.Size() == ent.off && !st.ModTime().Equal(ent.modTime)) {
 		ent = &cached{sum: Summary{Name: name}}
 	}
-	if st.Size() > ent.off || ent.off == 0 {
-		entries, off, err := readFrom(root, path, ent.off)
+	var entries []entry
+	next, start := from, ent.off
+	if from >= 0 {
+		start = min(start, from)
+	}
+	switch {
+	case from > st.Size():
+		err = errReplaced
+	case st.Size() > start || start == 0:
+		var off int64
+		entries, off, err = c.readFrom(root, path, start)
 		if err != nil {
 			ent.sum.Err = err.Error()
 		}
+		var asked []entry // the entries from offset from on
 		for _, en := range entries {
-			if en.Err != nil {
-				ent.sum.Err = en.Err.Error()
-				continue
+			if en.Off >= ent.off {
+				if en.Err != nil {
+					ent.sum.Err = en.Err.Error()
+				} else {
+					ent.sum.add(en.Event)
+				}
 			}
-			ent.sum.add(en.Event)
+			if from >= 0 && en.Off >= from {
+				asked = append(asked, en)
+			}
 		}
-		ent.off = off
+		entries = asked
+		ent.off, next = max(ent.off, off), max(from, off)
 	}
 	ent.modTime = st.ModTime()
 	c.m[path] = ent
@@ -127,7 +157,7 @@ func (c *summaries) get(root *os.Root, name string) Summary {
 			}
 		}
 	}
-	return s
+	return s, entries, next, err
 }
 
 // list returns the summaries of the runs below root, newest first. A run

@@ -222,7 +222,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	entries, off, err := readFrom(s.root, path.Join(name, TranscriptName), 0)
+	sum, entries, off, err := s.sums.read(s.root, name, 0)
 	if err != nil {
 		http.Error(w, "read transcript: "+err.Error(), http.StatusInternalServerError)
 		return
@@ -232,7 +232,6 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		rd.add(e)
 	}
 	rd.state.Offset = off
-	sum := s.sums.get(s.root, name)
 	_, logErr := s.root.Stat(path.Join(name, "harness.log"))
 	s.render(w, "run", runPage{
 		Name: name, Sum: sum, Items: rd.items, Cursor: encodeCursor(rd.state),
@@ -260,7 +259,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad cursor: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	entries, off, err := readFrom(s.root, path.Join(name, TranscriptName), c.Offset)
+	sum, entries, off, err := s.sums.read(s.root, name, c.Offset)
 	if errors.Is(err, errReplaced) {
 		http.Error(w, err.Error(), http.StatusConflict)
 		return
@@ -282,7 +281,6 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 	reply.HTML = b.String()
 	b.Reset()
-	sum := s.sums.get(s.root, name)
 	if err := s.tmpl.ExecuteTemplate(&b, "header", runPage{Name: name, Sum: sum, Now: s.now()}); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
@@ -367,12 +365,12 @@ func decodeCursor(s string) (cursor, error) {
 }
 
 var funcs = template.FuncMap{
-	"dur":  fmtDuration,
+	"dur":  transcript.FormatDuration,
 	"size": fmtSize,
 	"mem":  env.FormatSize, // a hardware size the way chalk.toml takes it
 	"esc":  escapePath,
 	"since": func(s Summary, now time.Time) string {
-		return fmtDuration(s.Duration(now))
+		return transcript.FormatDuration(s.Duration(now))
 	},
 	"utc": func(t time.Time) string {
 		if t.IsZero() {
