@@ -54,7 +54,8 @@ func (e *Engine) Preflight(ctx context.Context) []runtime.Check {
 }
 
 // command runs the client with args. stdin may be nil. It returns stdout;
-// a failure carries the client's stderr in its message.
+// a failure carries the client's stderr in its message, and is an
+// absentError when the client said only that what it names does not exist.
 func (e *Engine) command(ctx context.Context, stdin io.Reader, args ...string) ([]byte, error) {
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, e.Bin, args...)
@@ -75,12 +76,17 @@ func (e *Engine) clientError(verb, stderr string, err error) error {
 		return hint.Newf(fmt.Sprintf("install %s, or pick another runtime with --runtime; run 'chalk doctor' to see what is set up", e.Bin),
 			"%s %s: %s is not installed (not found on PATH)", e.Bin, verb, e.Bin)
 	}
+	var exit *exec.ExitError
+	ran := errors.As(err, &exit)
 	if msg == "" {
 		return fmt.Errorf("%s %s: %w", e.Bin, verb, err)
 	}
 	err = fmt.Errorf("%s %s: %s: %w", e.Bin, verb, msg, err)
-	if daemonDown(msg) {
+	switch {
+	case daemonDown(msg):
 		return hint.Wrap(err, e.daemonFix())
+	case ran && onlyAbsent(msg):
+		return absentError{err}
 	}
 	return err
 }
@@ -102,11 +108,6 @@ func (e *Engine) daemonFix() string {
 	return "start the docker daemon: 'sudo systemctl start docker' (or run dockerd); if it runs, add yourself to the docker group: 'sudo usermod -aG docker $USER' and log in again"
 }
 
-func notFound(msg string) bool {
-	m := strings.ToLower(msg)
-	return strings.Contains(m, "no such") || strings.Contains(m, "not found") || strings.Contains(m, "does not exist") || strings.Contains(m, "not known")
-}
-
 // Image describes ref, or returns nil when the engine has no such image.
 func (e *Engine) Image(ctx context.Context, ref string) (*runtime.ImageInfo, error) {
 	var stdout, stderr bytes.Buffer
@@ -116,7 +117,7 @@ func (e *Engine) Image(ctx context.Context, ref string) (*runtime.ImageInfo, err
 	err := cmd.Run()
 	if err != nil {
 		var exit *exec.ExitError
-		if errors.As(err, &exit) && notFound(stderr.String()) {
+		if errors.As(err, &exit) && onlyAbsent(stderr.String()) {
 			return nil, nil
 		}
 		return nil, e.clientError("image inspect", stderr.String(), err)
@@ -348,7 +349,7 @@ func (r *cmdReader) Close() error {
 // Remove force-removes the sandbox and its anonymous volumes.
 func (e *Engine) Remove(ctx context.Context, id string) error {
 	_, err := e.command(ctx, nil, append(e.removeArgs(), id)...)
-	if err != nil && notFound(err.Error()) {
+	if isAbsent(err) {
 		return nil
 	}
 	return err

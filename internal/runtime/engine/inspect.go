@@ -18,7 +18,7 @@ func (e *Engine) inspect(ctx context.Context, ids []string) ([]runtime.SandboxIn
 	for _, id := range ids {
 		out, err := e.command(ctx, nil, "inspect", "--type", "container", "--format", format, id)
 		if err != nil {
-			if notFound(err.Error()) {
+			if isAbsent(err) {
 				continue
 			}
 			return nil, err
