@@ -63,9 +63,17 @@ func (e *Engine) command(ctx context.Context, stdin io.Reader, args ...string) (
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return stdout.Bytes(), e.clientError(args[0], stderr.String(), err)
+		return stdout.Bytes(), e.clientError(verb(args), stderr.String(), err)
 	}
 	return stdout.Bytes(), nil
+}
+
+// verb names a client call in errors: "rm", or "image inspect".
+func verb(args []string) string {
+	if len(args) > 1 && (args[0] == "image" || args[0] == "container") {
+		return args[0] + " " + args[1]
+	}
+	return args[0]
 }
 
 // clientError turns a failed client call into an error naming the call,
@@ -110,19 +118,14 @@ func (e *Engine) daemonFix() string {
 
 // Image describes ref, or returns nil when the engine has no such image.
 func (e *Engine) Image(ctx context.Context, ref string) (*runtime.ImageInfo, error) {
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, e.Bin, "image", "inspect", "--format", "{{.Id}}\t{{.Os}}\t{{.Architecture}}", ref)
-	cmd.Stderr = &stderr
-	cmd.Stdout = &stdout
-	err := cmd.Run()
-	if err != nil {
-		var exit *exec.ExitError
-		if errors.As(err, &exit) && onlyAbsent(stderr.String()) {
-			return nil, nil
-		}
-		return nil, e.clientError("image inspect", stderr.String(), err)
+	out, err := e.command(ctx, nil, "image", "inspect", "--format", "{{.Id}}\t{{.Os}}\t{{.Architecture}}", ref)
+	if isAbsent(err) {
+		return nil, nil
 	}
-	f := strings.Split(strings.TrimSpace(stdout.String()), "\t")
+	if err != nil {
+		return nil, err
+	}
+	f := strings.Split(strings.TrimSpace(string(out)), "\t")
 	info := &runtime.ImageInfo{ID: f[0]}
 	if len(f) == 3 {
 		info.OS, info.Architecture = f[1], f[2]
