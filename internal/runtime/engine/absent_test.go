@@ -112,6 +112,11 @@ func TestImageAbsentAndFailing(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, info)
 
+	e = fake(t, "exit 0") // nerdctl 2 prints nothing for a missing image
+	info, err = e.Image(context.Background(), "chalk:x")
+	require.NoError(t, err)
+	require.Nil(t, info)
+
 	e = fake(t, "echo 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?' >&2\nexit 1")
 	info, err = e.Image(context.Background(), "chalk:x")
 	require.Error(t, err)

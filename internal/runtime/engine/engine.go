@@ -125,7 +125,11 @@ func (e *Engine) Image(ctx context.Context, ref string) (*runtime.ImageInfo, err
 	if err != nil {
 		return nil, err
 	}
-	f := strings.Split(strings.TrimSpace(string(out)), "\t")
+	answer := strings.TrimSpace(string(out))
+	if answer == "" { // nerdctl 2 answers a missing image with nothing
+		return nil, nil
+	}
+	f := strings.Split(answer, "\t")
 	info := &runtime.ImageInfo{ID: f[0]}
 	if len(f) == 3 {
 		info.OS, info.Architecture = f[1], f[2]
