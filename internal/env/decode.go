@@ -106,15 +106,7 @@ func suggest(key []string) string {
 			parent = part
 			continue
 		}
-		best, bestDist := "", 3
-		if len(part) < 4 {
-			bestDist = 2
-		}
-		for _, k := range known {
-			if d := editDistance(part, k); d < bestDist {
-				best, bestDist = k, d
-			}
-		}
+		best := Closest(part, known)
 		if best == "" {
 			return ""
 		}
@@ -122,34 +114,6 @@ func suggest(key []string) string {
 		return strings.Join(fixed, ".")
 	}
 	return ""
-}
-
-// editDistance counts the insertions, deletions, substitutions and swaps
-// of adjacent letters that turn a into b.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	// d[i][j] is the distance between ra[:i] and rb[:j].
-	d := make([][]int, len(ra)+1)
-	for i := range d {
-		d[i] = make([]int, len(rb)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(ra)][len(rb)]
 }
 
 var mismatchRE = regexp.MustCompile(`^cannot decode TOML ([a-z ]+?) into `)

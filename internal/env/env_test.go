@@ -602,21 +602,3 @@ source = "s"
 		"files[1].target":    {8, 12},
 	}, pos)
 }
-
-func TestEditDistance(t *testing.T) {
-	tests := []struct {
-		a, b string
-		want int
-	}{
-		{"", "", 0},
-		{"student", "student", 0},
-		{"studnet", "student", 1},
-		{"cpu", "cpus", 1},
-		{"memroy", "memory", 1},
-		{"abc", "xyz", 3},
-		{"", "abc", 3},
-	}
-	for _, tt := range tests {
-		require.Equal(t, tt.want, editDistance(tt.a, tt.b), "%q %q", tt.a, tt.b)
-	}
-}

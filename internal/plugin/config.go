@@ -21,6 +21,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/chalk-rl/chalk/internal/config"
+	"github.com/chalk-rl/chalk/internal/env"
 	"github.com/chalk-rl/chalk/internal/hint"
 )
 
@@ -148,7 +149,7 @@ func readConfig(path string) (*fileConfig, error) {
 			c.timeout = d
 		default:
 			msg := fmt.Sprintf("%s: [plugins] has an unknown key %q", path, k)
-			if s := closest(k, knownKeys); s != "" {
+			if s := env.Closest(k, knownKeys); s != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", s)
 			}
 			return nil, hint.New(msg, "the keys of [plugins] are "+strings.Join(knownKeys, ", ")+"; see docs/plugins.md")
@@ -238,36 +239,4 @@ func show(v any) string {
 		return "an array"
 	}
 	return fmt.Sprintf("%v", v)
-}
-
-// closest returns the known key within two edits of k, or "".
-func closest(k string, known []string) string {
-	best, bestD := "", 3
-	for _, c := range known {
-		if d := distance(k, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
-// distance is the Levenshtein distance between a and b.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

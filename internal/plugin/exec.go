@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chalk-rl/chalk/internal/hint"
+	"github.com/chalk-rl/chalk/internal/runtime"
 )
 
 // Version is the plugin protocol version Chalk speaks: every request
@@ -54,7 +55,7 @@ func (p *Plugins) call(ctx context.Context, c *Command, req, resp any) ([]byte, 
 	ownGroup(cmd)
 	cmd.WaitDelay = waitDelay
 
-	byHand := fmt.Sprintf("run it by hand to see what it does: echo '%s' | %s", in, shellQuote(c.Argv))
+	byHand := fmt.Sprintf("run it by hand to see what it does: printf %%s %s | %s", runtime.ShellQuote(string(in)), runtime.ShellJoin(c.Argv))
 	err = cmd.Run()
 	printed := func() string {
 		var b strings.Builder
@@ -164,18 +165,6 @@ func excerpt(s string) string {
 		return s[:n] + "…"
 	}
 	return s
-}
-
-func shellQuote(argv []string) string {
-	q := make([]string, len(argv))
-	for i, a := range argv {
-		if a != "" && !strings.ContainsAny(a, " \t\n'\"\\$`;&|<>()*?[]#~!{}") {
-			q[i] = a
-			continue
-		}
-		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	return strings.Join(q, " ")
 }
 
 // capped keeps up to max bytes and notes that more came.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -181,4 +183,44 @@ func TestPassthroughRunsOnlyUnderDocker(t *testing.T) {
 	for _, rt := range []string{"docker", "podman", "firecracker", "modal"} {
 		assert.NoError(t, CheckRuntime(plain, rt))
 	}
+}
+
+// The command the hint gives for running a failing plugin by hand, pasted
+// into a POSIX sh, sends the plugin the same request with the same
+// arguments, whatever the request and the arguments hold.
+func TestHardwarePluginByHandRepeatsTheCall(t *testing.T) {
+	dir := project(t, `[plugins]
+hardware_limits = ["hw.sh", "it's", "a b", "$HOME", "back\\slash", ""]
+`)
+	script(t, filepath.Join(dir, ".chalk", "hw.sh"), `printf '%s\n' "$@" > "$0.args.$CALL"
+cat > "$0.stdin.$CALL"
+exit 3`)
+	p, err := Load(dir)
+	require.NoError(t, err)
+	req := gpuRequest(dir)
+	req.Environment = "it's \"quoted\", back\\slash, $HOME, `id`, new\nline, tab\t"
+
+	t.Setenv("CALL", "chalk")
+	_, err = p.Hardware(context.Background(), req)
+	require.Error(t, err)
+	const prefix = "run it by hand to see what it does: "
+	h := hint.Of(err)
+	require.Contains(t, h, prefix)
+	byHand := h[strings.Index(h, prefix)+len(prefix):]
+
+	t.Setenv("CALL", "by-hand")
+	cmd := exec.Command("sh", "-c", byHand)
+	cmd.Dir = t.TempDir()
+	require.Error(t, cmd.Run(), "the plugin exits 3 by hand too: %s", byHand)
+
+	prog := p.HardwareLimits.Program()
+	for _, what := range []string{"args", "stdin"} {
+		want, err := os.ReadFile(prog + "." + what + ".chalk")
+		require.NoError(t, err)
+		got, err := os.ReadFile(prog + "." + what + ".by-hand")
+		require.NoError(t, err, "%s", byHand)
+		assert.Equal(t, string(want), string(got), "%s by hand, from: %s", what, byHand)
+	}
+	args, _ := os.ReadFile(prog + ".args.chalk")
+	assert.Equal(t, "it's\na b\n$HOME\nback\\slash\n\n", string(args))
 }

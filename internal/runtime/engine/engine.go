@@ -54,7 +54,8 @@ func (e *Engine) Preflight(ctx context.Context) []runtime.Check {
 }
 
 // command runs the client with args. stdin may be nil. It returns stdout;
-// a failure carries the client's stderr in its message.
+// a failure carries the client's stderr in its message, and is an
+// absentError when the client said only that what it names does not exist.
 func (e *Engine) command(ctx context.Context, stdin io.Reader, args ...string) ([]byte, error) {
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, e.Bin, args...)
@@ -62,9 +63,17 @@ func (e *Engine) command(ctx context.Context, stdin io.Reader, args ...string) (
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return stdout.Bytes(), e.clientError(args[0], stderr.String(), err)
+		return stdout.Bytes(), e.clientError(verb(args), stderr.String(), err)
 	}
 	return stdout.Bytes(), nil
+}
+
+// verb names a client call in errors: "rm", or "image inspect".
+func verb(args []string) string {
+	if len(args) > 1 && (args[0] == "image" || args[0] == "container") {
+		return args[0] + " " + args[1]
+	}
+	return args[0]
 }
 
 // clientError turns a failed client call into an error naming the call,
@@ -75,12 +84,17 @@ func (e *Engine) clientError(verb, stderr string, err error) error {
 		return hint.Newf(fmt.Sprintf("install %s, or pick another runtime with --runtime; run 'chalk doctor' to see what is set up", e.Bin),
 			"%s %s: %s is not installed (not found on PATH)", e.Bin, verb, e.Bin)
 	}
+	var exit *exec.ExitError
+	ran := errors.As(err, &exit)
 	if msg == "" {
 		return fmt.Errorf("%s %s: %w", e.Bin, verb, err)
 	}
 	err = fmt.Errorf("%s %s: %s: %w", e.Bin, verb, msg, err)
-	if daemonDown(msg) {
+	switch {
+	case daemonDown(msg):
 		return hint.Wrap(err, e.daemonFix())
+	case ran && onlyAbsent(msg):
+		return absentError{err}
 	}
 	return err
 }
@@ -102,26 +116,20 @@ func (e *Engine) daemonFix() string {
 	return "start the docker daemon: 'sudo systemctl start docker' (or run dockerd); if it runs, add yourself to the docker group: 'sudo usermod -aG docker $USER' and log in again"
 }
 
-func notFound(msg string) bool {
-	m := strings.ToLower(msg)
-	return strings.Contains(m, "no such") || strings.Contains(m, "not found") || strings.Contains(m, "does not exist") || strings.Contains(m, "not known")
-}
-
 // Image describes ref, or returns nil when the engine has no such image.
 func (e *Engine) Image(ctx context.Context, ref string) (*runtime.ImageInfo, error) {
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, e.Bin, "image", "inspect", "--format", "{{.Id}}\t{{.Os}}\t{{.Architecture}}", ref)
-	cmd.Stderr = &stderr
-	cmd.Stdout = &stdout
-	err := cmd.Run()
-	if err != nil {
-		var exit *exec.ExitError
-		if errors.As(err, &exit) && notFound(stderr.String()) {
-			return nil, nil
-		}
-		return nil, e.clientError("image inspect", stderr.String(), err)
+	out, err := e.command(ctx, nil, "image", "inspect", "--format", "{{.Id}}\t{{.Os}}\t{{.Architecture}}", ref)
+	if isAbsent(err) {
+		return nil, nil
 	}
-	f := strings.Split(strings.TrimSpace(stdout.String()), "\t")
+	if err != nil {
+		return nil, err
+	}
+	answer := strings.TrimSpace(string(out))
+	if answer == "" { // nerdctl 2 answers a missing image with nothing
+		return nil, nil
+	}
+	f := strings.Split(answer, "\t")
 	info := &runtime.ImageInfo{ID: f[0]}
 	if len(f) == 3 {
 		info.OS, info.Architecture = f[1], f[2]
@@ -348,7 +356,7 @@ func (r *cmdReader) Close() error {
 // Remove force-removes the sandbox and its anonymous volumes.
 func (e *Engine) Remove(ctx context.Context, id string) error {
 	_, err := e.command(ctx, nil, append(e.removeArgs(), id)...)
-	if err != nil && notFound(err.Error()) {
+	if isAbsent(err) {
 		return nil
 	}
 	return err

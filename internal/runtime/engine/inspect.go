@@ -4,28 +4,43 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 
 	"github.com/chalk-rl/chalk/internal/runtime"
 )
 
-// inspect reads the facts List reports for each of ids. Sandboxes that
-// vanish between ps and inspect are left out.
+// inspectFormat is one line per container: the facts List reports.
+const inspectFormat = "{{.Id}}\t{{.Name}}\t{{.Config.Image}}\t{{.State.Running}}\t{{json .Config.Labels}}"
+
+// inspect reads the facts List reports for each of ids, in one call.
+// Sandboxes that vanish between ps and inspect are left out: the client
+// prints the others and fails saying only that those do not exist.
 func (e *Engine) inspect(ctx context.Context, ids []string) ([]runtime.SandboxInfo, error) {
-	const format = "{{.Id}}\t{{.Name}}\t{{.Config.Image}}\t{{.State.Running}}\t{{json .Config.Labels}}"
+	args := append([]string{"inspect", "--type", "container", "--format", inspectFormat}, ids...)
+	out, err := e.command(ctx, nil, args...)
+	if err != nil && !isAbsent(err) {
+		return nil, err
+	}
+	infos, perr := parseInspect(out)
+	if perr != nil {
+		return nil, fmt.Errorf("%s inspect: %w", e.Bin, perr)
+	}
+	return infos, nil
+}
+
+// parseInspect reads inspect's answer in inspectFormat. Blank lines,
+// which docker prints for a container it did not find, are skipped.
+func parseInspect(out []byte) ([]runtime.SandboxInfo, error) {
 	var infos []runtime.SandboxInfo
-	for _, id := range ids {
-		out, err := e.command(ctx, nil, "inspect", "--type", "container", "--format", format, id)
-		if err != nil {
-			if notFound(err.Error()) {
-				continue
-			}
-			return nil, err
-		}
-		f := strings.SplitN(strings.TrimSpace(string(out)), "\t", 5)
-		if len(f) != 5 {
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.TrimSpace(line) == "" {
 			continue
+		}
+		f := strings.SplitN(line, "\t", 5)
+		if len(f) != 5 {
+			return nil, fmt.Errorf("unexpected answer %q", line)
 		}
 		info := runtime.SandboxInfo{
 			ID:      f[0],
@@ -33,7 +48,9 @@ func (e *Engine) inspect(ctx context.Context, ids []string) ([]runtime.SandboxIn
 			Image:   f[2],
 			Running: f[3] == "true",
 		}
-		_ = json.Unmarshal([]byte(f[4]), &info.Labels)
+		if err := json.Unmarshal([]byte(f[4]), &info.Labels); err != nil {
+			return nil, fmt.Errorf("labels of %s: %w", info.ID, err)
+		}
 		infos = append(infos, info)
 	}
 	return infos, nil
