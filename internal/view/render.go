@@ -98,7 +98,7 @@ func (r *renderer) add(en entry) {
 			it.Kind = "unknown"
 		}
 	case transcript.ProcessStarted:
-		it.Command = shellJoin(e.Command)
+		it.Command = runtime.ShellJoin(e.Command)
 	case transcript.ProcessExited:
 		it.Exit = transcript.ExitText(e)
 	case transcript.Reward:
@@ -240,15 +240,6 @@ func foldBySize(cs []chunk) (head, tail []chunk) {
 		return head, tail
 	}
 	return cs, nil
-}
-
-// shellJoin writes a command as a person would type it in a shell.
-func shellJoin(args []string) string {
-	q := make([]string, len(args))
-	for i, a := range args {
-		q[i] = runtime.ShellQuote(a)
-	}
-	return strings.Join(q, " ")
 }
 
 func fmtSize(n int64) string {
