@@ -3,12 +3,10 @@ package confine
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -507,16 +505,4 @@ func firstLines(s string, n int) string {
 		lines = lines[:n]
 	}
 	return strings.Join(lines, " | ")
-}
-
-// Self finds the chalk binary for the probes.
-func Self() (string, error) {
-	p, err := os.Executable()
-	if err != nil {
-		return "", err
-	}
-	if _, err := exec.LookPath(p); err != nil {
-		return "", errors.New("the chalk binary cannot be found to start the probes")
-	}
-	return p, nil
 }

@@ -1105,6 +1105,14 @@ func TestStudentUID(t *testing.T) {
 	}
 }
 
+func TestSelfIsTheRunningBinary(t *testing.T) {
+	want, err := os.Executable()
+	require.NoError(t, err)
+	got, err := Self()
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+}
+
 func TestReadConfig(t *testing.T) {
 	tests := []struct {
 		name    string
