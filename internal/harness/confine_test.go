@@ -179,6 +179,9 @@ func TestConfinedOOMKillsOnce(t *testing.T) {
 			_ = hog.Wait()
 			ws, _ := hog.ProcessState.Sys().(syscall.WaitStatus)
 			require.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "the hog: %s", hog.ProcessState)
+			// The watch acts on the OOM at its next look, up to 100 ms
+			// later: a process started before then is rightly killed.
+			require.Eventually(t, func() bool { return len(box.Hits()) > 0 }, 5*time.Second, 10*time.Millisecond, "the OOM was not seen")
 			after, out := start(`sleep 1; echo lived`)
 			require.NoError(t, after.Wait(), "a process started after the OOM kill: %s", out)
 			require.Equal(t, "lived\n", out.String())
