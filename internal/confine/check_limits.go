@@ -26,28 +26,10 @@ func (c *checker) limits(ctx context.Context) {
 // memory allocates four times a memory limit: the student must be killed,
 // and the box must have recorded its memory limit doing it.
 func (c *checker) memory(ctx context.Context) {
-	name := fmt.Sprintf("chalk_check_memory_%d", os.Getpid())
-	c.cgroups = append(c.cgroups, name)
-	box, err := Build(Options{UID: c.uid, Limits: Limits{MemoryBytes: checkMemory}, CgroupName: name})
-	if err != nil {
-		c.r.add(CheckResult{Name: "memory", Status: Fail, Reason: err.Error()})
-		return
-	}
-	res := CheckResult{Name: "memory", Enforcement: box.Enforced.Memory, Reason: box.Enforced.Why["memory"]}
-	limit := int64(checkMemory)
-	if box.Cgroup != nil {
-		limit = box.Cgroup.MemoryLimit()
-		res.Configured = fmt.Sprintf("%d bytes", limit)
-	}
-	var code int
-	var out string
-	c.inBox(ctx, box, func() { code, out, err = c.probe(ctx, box, ProbeMemory, strconv.Itoa(4*checkMemory)) })
-	res.Observed = fmt.Sprintf("exit %d %s", code, firstLines(out, 2))
+	res := CheckResult{Name: "memory"}
+	box, code, ok := c.attack(ctx, &res, Limits{MemoryBytes: checkMemory}, checkMemory, ProbeMemory, strconv.Itoa(4*checkMemory))
 	switch {
-	case err != nil:
-		res.Status, res.Reason = Skip, "the probe could not start: "+err.Error()
-	case limit != checkMemory:
-		res.Status, res.Reason = Fail, fmt.Sprintf("the cgroup's limit reads back %d, not %d", limit, checkMemory)
+	case !ok:
 	case code == 128+int(syscall.SIGKILL) && stoppedBy(box, "memory", "killed"):
 		res.Status = Pass
 	case code == 128+int(syscall.SIGKILL):
@@ -61,28 +43,10 @@ func (c *checker) memory(ctx context.Context) {
 // processes starts twice a process limit: the kernel must refuse the
 // student a process, or the watchdog kill it, for its process limit.
 func (c *checker) processes(ctx context.Context) {
-	name := fmt.Sprintf("chalk_check_processes_%d", os.Getpid())
-	c.cgroups = append(c.cgroups, name)
-	box, err := Build(Options{UID: c.uid, Limits: Limits{Processes: checkProcesses}, CgroupName: name})
-	if err != nil {
-		c.r.add(CheckResult{Name: "processes", Status: Fail, Reason: err.Error()})
-		return
-	}
-	res := CheckResult{Name: "processes", Enforcement: box.Enforced.Processes, Reason: box.Enforced.Why["processes"]}
-	limit := checkProcesses
-	if box.Cgroup != nil {
-		limit = box.Cgroup.ProcessLimit()
-		res.Configured = strconv.Itoa(limit)
-	}
-	var code int
-	var out string
-	c.inBox(ctx, box, func() { code, out, err = c.probe(ctx, box, ProbeFork, strconv.Itoa(2*checkProcesses)) })
-	res.Observed = fmt.Sprintf("exit %d %s", code, firstLines(out, 2))
+	res := CheckResult{Name: "processes"}
+	box, code, ok := c.attack(ctx, &res, Limits{Processes: checkProcesses}, checkProcesses, ProbeFork, strconv.Itoa(2*checkProcesses))
 	switch {
-	case err != nil:
-		res.Status, res.Reason = Skip, "the probe could not start: "+err.Error()
-	case limit != checkProcesses:
-		res.Status, res.Reason = Fail, fmt.Sprintf("the cgroup's limit reads back %d, not %d", limit, checkProcesses)
+	case !ok:
 	case box.Cgroup != nil && code == 1 && stoppedBy(box, "processes", "denied"),
 		box.Cgroup == nil && code == 128+int(syscall.SIGKILL) && stoppedBy(box, "processes", "killed"):
 		res.Status = Pass
@@ -92,6 +56,48 @@ func (c *checker) processes(ctx context.Context) {
 		res.Status, res.Reason = Fail, "the student was stopped, but not by its process limit"
 	}
 	c.r.add(res)
+}
+
+// attack runs probe kind with arg as the student in a box of its own
+// that holds only lim, and fills in res for the limit it names (memory
+// or processes): how the box enforces it, the value the cgroup reads
+// back, what the probe saw. The box is torn down before attack returns;
+// its Hits say what stopped the probe. ok is false when res is decided
+// already: the box could not be built, its limit does not read back as
+// want, or the probe could not start.
+func (c *checker) attack(ctx context.Context, res *CheckResult, lim Limits, want int64, kind, arg string) (box *Box, code int, ok bool) {
+	name := fmt.Sprintf("chalk_check_%s_%d", res.Name, os.Getpid())
+	c.cgroups = append(c.cgroups, name)
+	box, err := Build(Options{UID: c.uid, Limits: lim, CgroupName: name})
+	if err != nil {
+		res.Status, res.Reason = Fail, err.Error()
+		return nil, 0, false
+	}
+	res.Enforcement, res.Reason = box.Enforced.Processes, box.Enforced.Why[res.Name]
+	got := want
+	if res.Name == "memory" {
+		res.Enforcement = box.Enforced.Memory
+	}
+	if box.Cgroup != nil {
+		got = int64(box.Cgroup.ProcessLimit())
+		res.Configured = strconv.FormatInt(got, 10)
+		if res.Name == "memory" {
+			got = box.Cgroup.MemoryLimit()
+			res.Configured = fmt.Sprintf("%d bytes", got)
+		}
+	}
+	var out string
+	c.inBox(ctx, box, func() { code, out, err = c.probe(ctx, box, kind, arg) })
+	res.Observed = fmt.Sprintf("exit %d %s", code, firstLines(out, 2))
+	switch {
+	case err != nil:
+		res.Status, res.Reason = Skip, "the probe could not start: "+err.Error()
+	case got != want:
+		res.Status, res.Reason = Fail, fmt.Sprintf("the cgroup's limit reads back %d, not %d", got, want)
+	default:
+		return box, code, true
+	}
+	return box, code, false
 }
 
 // stoppedBy reports whether box recorded its limit name acting on the
