@@ -9,6 +9,7 @@ import (
 
 	"github.com/chalk-rl/chalk/internal/confine"
 	"github.com/chalk-rl/chalk/internal/env"
+	"github.com/chalk-rl/chalk/internal/harness"
 	"github.com/chalk-rl/chalk/internal/hint"
 )
 
@@ -45,7 +46,7 @@ report's fields are described in docs/confinement.md.`,
 			if err != nil {
 				return err
 			}
-			self, err := confine.Self()
+			self, err := harness.Self()
 			if err != nil {
 				return err
 			}

@@ -41,9 +41,11 @@ type Box struct {
 	// Setup is how long building the box took.
 	Setup time.Duration
 
-	mu      sync.Mutex
-	hits    []LimitHit
-	oomSeen int // the cgroup's OOM kills already acted on
+	mu   sync.Mutex
+	hits []LimitHit
+	// oomSeen is how many of the cgroup's OOM kills the watch has acted
+	// on; only Watch's goroutine touches it.
+	oomSeen int
 }
 
 // LimitHit is one limit the student ran into.
@@ -182,8 +184,13 @@ func (b *Box) Watch(ctx context.Context, hit func(LimitHit)) {
 // disk walk is made every fifth one (and when n is 0, the last).
 func (b *Box) check(lim Limits, n int, report func(LimitHit)) {
 	if b.Cgroup != nil {
-		if b.Cgroup.OOMKills() > 0 {
-			b.KillAll() // one process over the limit ends them all
+		// One process over the limit ends them all, once: the kill ends
+		// the student, and what runs in the box afterwards (the check's
+		// next probe) is not killed for an OOM it did not cause. While
+		// the kernel holds them at the limit, each look kills again.
+		if kills, held := b.Cgroup.OOM(); held || kills > b.oomSeen {
+			b.oomSeen = kills
+			b.KillAll()
 			report(LimitHit{Name: "memory", Enforcement: Kernel, Action: "killed",
 				Detail: fmt.Sprintf("the student went over its memory limit of %s", bytesText(lim.MemoryBytes))})
 		}

@@ -273,15 +273,16 @@ func (cg *Cgroup) Kill() {
 	}
 }
 
-// OOMKills is how many of the student's processes the kernel killed for
-// going over the memory limit; on v1, plus one while the kernel holds
-// them at the limit (see NewCgroup).
-func (cg *Cgroup) OOMKills() int {
+// OOM says how the student's memory limit acted: kills is how many of
+// its processes the kernel has killed for going over it (a count that
+// only grows), held whether the kernel is holding them at the limit right
+// now, waiting to be killed (v1 with its OOM killer off, see NewCgroup).
+func (cg *Cgroup) OOM() (kills int, held bool) {
 	if cg.Version == 1 {
 		f := filepath.Join(cg.Dirs[0], "memory.oom_control")
-		return keyedValue(f, "oom_kill") + keyedValue(f, "under_oom")
+		return keyedValue(f, "oom_kill"), keyedValue(f, "under_oom") > 0
 	}
-	return keyedValue(filepath.Join(cg.Dirs[0], "memory.events"), "oom_kill")
+	return keyedValue(filepath.Join(cg.Dirs[0], "memory.events"), "oom_kill"), false
 }
 
 // ForkRefusals is how many times the kernel refused the student a new

@@ -3,12 +3,10 @@ package confine
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -218,22 +216,6 @@ func (c *checker) refused(ctx context.Context, box *Box, name, kind, arg, enforc
 	return res
 }
 
-// limits: memory and processes in one box, disk and the firewall in
-// another (with cgroup v1, a small memory limit and a burst of writes can
-// end in an OOM kill before writeback catches up: the disk attack gets
-// no memory limit of its own to trip over).
-func (c *checker) limits(ctx context.Context) {
-	name := fmt.Sprintf("chalk_check_%d", os.Getpid())
-	c.cgroups = append(c.cgroups, name)
-	box, err := Build(Options{UID: c.uid, Limits: Limits{MemoryBytes: checkMemory, Processes: checkProcesses}, CgroupName: name})
-	if err != nil {
-		c.r.add(CheckResult{Name: "memory and processes", Status: Fail, Reason: err.Error()})
-	} else {
-		c.memoryAndProcesses(ctx, box)
-	}
-	c.diskAndNetwork(ctx)
-}
-
 // inBox runs f with box watched, and tears box down after.
 func (c *checker) inBox(ctx context.Context, box *Box, f func()) {
 	wctx, stop := context.WithCancel(ctx)
@@ -245,48 +227,6 @@ func (c *checker) inBox(ctx context.Context, box *Box, f func()) {
 	if err := box.Teardown(); err != nil {
 		c.r.LeftBehind = append(c.r.LeftBehind, err.Error())
 	}
-}
-
-func (c *checker) memoryAndProcesses(ctx context.Context, box *Box) {
-	c.inBox(ctx, box, func() {
-		// Memory: allocate four times the limit.
-		res := CheckResult{Name: "memory", Enforcement: box.Enforced.Memory, Reason: box.Enforced.Why["memory"]}
-		if box.Cgroup != nil {
-			res.Configured = fmt.Sprintf("%d bytes", box.Cgroup.MemoryLimit())
-		}
-		code, out, err := c.probe(ctx, box, ProbeMemory, strconv.Itoa(4*checkMemory))
-		res.Observed = fmt.Sprintf("exit %d %s", code, firstLines(out, 2))
-		switch {
-		case err != nil:
-			res.Status, res.Reason = Skip, "the probe could not start: "+err.Error()
-		case box.Cgroup != nil && box.Cgroup.MemoryLimit() != checkMemory:
-			res.Status, res.Reason = Fail, fmt.Sprintf("the cgroup's limit reads back %d, not %d", box.Cgroup.MemoryLimit(), checkMemory)
-		case code == 128+int(syscall.SIGKILL):
-			res.Status = Pass
-		default:
-			res.Status, res.Reason = Fail, "the student allocated four times its limit and lived"
-		}
-		c.r.add(res)
-
-		// Processes: start twice the limit.
-		res = CheckResult{Name: "processes", Enforcement: box.Enforced.Processes, Reason: box.Enforced.Why["processes"]}
-		if box.Cgroup != nil {
-			res.Configured = strconv.Itoa(box.Cgroup.ProcessLimit())
-		}
-		code, out, err = c.probe(ctx, box, ProbeFork, strconv.Itoa(2*checkProcesses))
-		res.Observed = fmt.Sprintf("exit %d %s", code, firstLines(out, 2))
-		switch {
-		case err != nil:
-			res.Status, res.Reason = Skip, "the probe could not start: "+err.Error()
-		case box.Cgroup != nil && box.Cgroup.ProcessLimit() != checkProcesses:
-			res.Status, res.Reason = Fail, fmt.Sprintf("the cgroup's limit reads back %d, not %d", box.Cgroup.ProcessLimit(), checkProcesses)
-		case code == 1 && box.Cgroup != nil, code == 128+int(syscall.SIGKILL):
-			res.Status = Pass
-		default:
-			res.Status, res.Reason = Fail, fmt.Sprintf("the student started %d processes against a limit of %d", 2*checkProcesses, checkProcesses)
-		}
-		c.r.add(res)
-	})
 }
 
 func (c *checker) diskAndNetwork(ctx context.Context) {
@@ -507,16 +447,4 @@ func firstLines(s string, n int) string {
 		lines = lines[:n]
 	}
 	return strings.Join(lines, " | ")
-}
-
-// Self finds the chalk binary for the probes.
-func Self() (string, error) {
-	p, err := os.Executable()
-	if err != nil {
-		return "", err
-	}
-	if _, err := exec.LookPath(p); err != nil {
-		return "", errors.New("the chalk binary cannot be found to start the probes")
-	}
-	return p, nil
 }

@@ -32,6 +32,11 @@ const (
 // ProbeWriteMax bounds the write probe.
 const ProbeWriteMax = 1 << 30
 
+// probeHold is how long the memory and fork probes stay over their limit
+// before they say they got through: long enough for a watchdog, which
+// looks every 100 ms, to see them. The kernel stops them before.
+const probeHold = time.Second
+
 // Probe runs one attack and returns the process exit code.
 func Probe(kind, arg string, out io.Writer) int {
 	refused := func(err error) int {
@@ -57,6 +62,7 @@ func Probe(kind, arg string, out io.Writer) int {
 			}
 			keep = append(keep, b)
 		}
+		time.Sleep(probeHold)
 		return done("%d MiB allocated", len(keep))
 	case ProbeFork:
 		n, err := strconv.Atoi(arg)
@@ -78,6 +84,7 @@ func Probe(kind, arg string, out io.Writer) int {
 			}
 			cmds = append(cmds, c)
 		}
+		time.Sleep(probeHold)
 		return done("%d processes started", n)
 	case ProbeStatus:
 		b, err := os.ReadFile("/proc/self/status")

@@ -117,9 +117,10 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 }
 
 // studentUID is the uid the student runs as: UID, or StudentUID when UID
-// is unset. Never root: a Config built in code rather than read by
-// ReadConfig has UID zero, and running the student (and killing every
-// process of its uid) as root would be a disaster.
+// is unset. This is the one place the default is applied, for a Config
+// read by ReadConfig and one built in code alike: never root, since
+// running the student (and killing every process of its uid) as root
+// would be a disaster.
 func (c *Config) studentUID() int {
 	if c.UID <= 0 {
 		return StudentUID
@@ -139,9 +140,6 @@ func ReadConfig(path string) (*Config, error) {
 	}
 	if len(c.Student.Command) == 0 {
 		return nil, fmt.Errorf("run config %s: student.command is empty", path)
-	}
-	if c.UID == 0 {
-		c.UID = StudentUID
 	}
 	if c.Network == "" {
 		c.Network = confine.NetworkProxy

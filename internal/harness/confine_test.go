@@ -1,9 +1,12 @@
 package harness
 
 import (
+	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -128,4 +131,64 @@ cat /proc/$PPID/environ >/dev/null 2>&1 && echo "parent environ: readable" || ec
 	require.Contains(t, out, "Uid:\t62017\t62017\t62017\t62017")
 	require.Regexp(t, `Groups:\s*\n`, out, "no supplementary groups")
 	require.Contains(t, out, "parent environ: refused")
+}
+
+// The kernel's OOM kill ends the student once: what starts in the box
+// afterwards lives. Both ways the kernel can act are tried: holding
+// every process at the limit (v1 with its OOM killer off, as the box
+// sets it) and killing one and counting it (v2, or v1 where the killer
+// could not be turned off), whose count never goes back down.
+func TestConfinedOOMKillsOnce(t *testing.T) {
+	sb := newSandbox(t)
+	self, err := Self()
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name   string
+		killer string // memory.oom_control on v1; "" leaves it as the box set it
+	}{
+		{"held at the limit", ""},
+		{"killed by the kernel", "0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			box, err := confine.Build(confine.Options{UID: testUID, Limits: confine.Limits{MemoryBytes: 64 << 20}, CgroupName: "chalk_harness_test_oom"})
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, box.Teardown()) })
+			if box.Cgroup == nil {
+				t.Skipf("no cgroup for the student on this host, so the kernel holds no memory limit: %s", box.Enforced.Why["memory"])
+			}
+			if tc.killer != "" {
+				if box.Cgroup.Version != 1 {
+					t.Skip("the kernel's OOM killer is turned off only on cgroup v1")
+				}
+				require.NoError(t, os.WriteFile(filepath.Join(box.Cgroup.Dirs[0], "memory.oom_control"), []byte(tc.killer), 0))
+			}
+			ctx, stop := context.WithCancel(context.Background())
+			watched := make(chan struct{})
+			go func() { box.Watch(ctx, nil); close(watched) }()
+			defer func() { stop(); <-watched }()
+
+			start := func(script string) (*exec.Cmd, *bytes.Buffer) {
+				spec := box.Spec(sh(script), []string{"PATH=/usr/bin:/bin"}, sb.base)
+				cmd := confine.Command(self, spec)
+				var out bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &out, &out
+				require.NoError(t, confine.Start(cmd, spec))
+				return cmd, &out
+			}
+			hog, _ := start(`x=xxxxxxxxxxxxxxxx; while :; do x="$x$x"; done`)
+			_ = hog.Wait()
+			ws, _ := hog.ProcessState.Sys().(syscall.WaitStatus)
+			require.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "the hog: %s", hog.ProcessState)
+			// The watch acts on the OOM at its next look, up to 100 ms
+			// later: a process started before then is rightly killed.
+			require.Eventually(t, func() bool { return len(box.Hits()) > 0 }, 5*time.Second, 10*time.Millisecond, "the OOM was not seen")
+			after, out := start(`sleep 1; echo lived`)
+			require.NoError(t, after.Wait(), "a process started after the OOM kill: %s", out)
+			require.Equal(t, "lived\n", out.String())
+			hits := box.Hits()
+			require.Len(t, hits, 1, "%v", hits)
+			require.Equal(t, "memory", hits[0].Name)
+			require.Equal(t, "killed", hits[0].Action)
+		})
+	}
 }

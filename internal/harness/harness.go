@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -231,13 +232,22 @@ func (h *Harness) buildBox(uid int) (*confine.Box, error) {
 	return confine.Build(o)
 }
 
-// self is the chalk binary, which starts the student: the running
-// executable, else where the sandbox mounts it.
-func (h *Harness) self() string {
-	if p, err := os.Executable(); err == nil {
-		return p
+// Self is the chalk binary, through which the harness starts the student
+// and `chalk check confinement` its probes: the running executable while
+// it is still at its path, else Binary, where the host mounts chalk in
+// every sandbox. Anywhere else the error says it cannot be found, before
+// anything is started through it.
+func Self() (string, error) {
+	p, err := os.Executable()
+	if err == nil {
+		if _, err = exec.LookPath(p); err == nil {
+			return p, nil
+		}
 	}
-	return Binary
+	if _, berr := exec.LookPath(Binary); berr == nil {
+		return Binary, nil
+	}
+	return "", fmt.Errorf("find the chalk binary (it is not at %s either): %w", Binary, err)
 }
 
 func (h *Harness) emit(e transcript.Event) {

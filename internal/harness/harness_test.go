@@ -1105,6 +1105,14 @@ func TestStudentUID(t *testing.T) {
 	}
 }
 
+func TestSelfIsTheRunningBinary(t *testing.T) {
+	want, err := os.Executable()
+	require.NoError(t, err)
+	got, err := Self()
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+}
+
 func TestReadConfig(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -1119,7 +1127,7 @@ func TestReadConfig(t *testing.T) {
 				"grader":{"command":["g"],"timeout":"10s"}}`,
 			check: func(t *testing.T, c *Config) {
 				require.Equal(t, "r1", c.RunID)
-				require.Equal(t, 1234, c.UID)
+				require.Equal(t, 1234, c.studentUID())
 				require.Equal(t, map[string]string{"K": "V"}, c.Env)
 				require.Equal(t, []string{"sh", "-c", "x"}, c.Student.Command)
 				require.Equal(t, "/w", c.Student.Workdir)
@@ -1130,10 +1138,10 @@ func TestReadConfig(t *testing.T) {
 			},
 		},
 		{
-			name: "uid defaults",
+			name: "defaults",
 			json: `{"student":{"command":["x"]}}`,
 			check: func(t *testing.T, c *Config) {
-				require.Equal(t, StudentUID, c.UID)
+				require.Equal(t, StudentUID, c.studentUID(), "the student runs as StudentUID")
 				require.Nil(t, c.Grader)
 				require.Zero(t, c.Student.Timeout)
 			},

@@ -48,8 +48,13 @@ func (h *Harness) runProcess(ctx context.Context, name string, p Process, box *c
 	var start func() error
 	var uidp *int
 	if box != nil {
+		self, err := Self()
+		if err != nil {
+			h.emit(transcript.Event{Type: transcript.ProcessExited, Process: name, Message: err.Error()})
+			return result{err: err}
+		}
 		spec := box.Spec(p.Command, h.environ(p, true), dir)
-		cmd = confine.Command(h.self(), spec)
+		cmd = confine.Command(self, spec)
 		start = func() error { return confine.Start(cmd, spec) }
 		uidp = transcript.Int(spec.UID)
 	} else {
