@@ -73,19 +73,11 @@ forwarded from your shell into the sandbox.`,
 					return err
 				}
 			}
-			if runtimeName == "" {
-				// Tasks whose hardware passes devices through (a GPU) run
-				// under docker: ask the hardware plugin before the default
-				// is taken.
-				def, _ := registry.Default(runtime.RealHost())
-				if hw, err := pluginHardware(cmd.Context(), e, def); err != nil {
-					return err
-				} else if hw.Passthrough() {
-					runtimeName = "docker"
-					a.runtimeWhy = fmt.Sprintf("the task's hardware %q passes devices through, and such tasks run under docker", hw.Name)
-				}
+			plugins, err := loadPlugins()
+			if err != nil {
+				return err
 			}
-			rt, err := a.pickRuntimeFor(cmd.Context(), runtimeName, false)
+			rt, hw, err := a.runRuntime(cmd.Context(), runtimeName, plugins, e)
 			if err != nil {
 				return err
 			}
@@ -101,7 +93,7 @@ forwarded from your shell into the sandbox.`,
 			if err := checkMounts(rt, o.Mounts); err != nil {
 				return err
 			}
-			if err := applyPlugins(cmd.Context(), e, rt, &o); err != nil {
+			if err := applyPlugins(cmd.Context(), plugins, hw, e, rt, &o); err != nil {
 				return err
 			}
 			o.Env, o.Runtime, o.Log, o.BuildLog = e, rt, a.log, a.stderr
@@ -182,29 +174,58 @@ forwarded from your shell into the sandbox.`,
 	return cmd
 }
 
+// runRuntime picks the run's runtime and runs its preflight. Without
+// --runtime (flag), it asks the hardware plugin first: tasks whose
+// hardware passes devices through (a GPU) run under docker, the others on
+// the default. That answer is the run's hardware whichever runtime it
+// leads to, and is returned so that the plugin runs once; nil when it was
+// not asked.
+func (a *app) runRuntime(ctx context.Context, flag string, plugins *plugin.Plugins, e *env.Env) (runtime.Runtime, *plugin.Hardware, error) {
+	name, why := chooseRuntime(flag)
+	var hw *plugin.Hardware
+	if flag == "" {
+		h, err := plugins.Hardware(ctx, pluginRequest(e, name))
+		if err != nil {
+			return nil, nil, err
+		}
+		if h.Passthrough() {
+			name, why = "docker", fmt.Sprintf("the task's hardware %q passes devices through, and such tasks run under docker", h.Name)
+		}
+		hw = &h
+	}
+	rt, err := a.openRuntime(ctx, name, why, false)
+	return rt, hw, err
+}
+
 // applyPlugins asks the hardware_limits plugin for the sandbox's
-// hardware and the container_run_args plugin for its engine flags, so
-// that a broken plugin stops the run before any sandbox starts.
-func applyPlugins(ctx context.Context, e *env.Env, rt runtime.Runtime, o *run.Options) error {
-	plugins, err := loadPlugins()
-	if err != nil {
+// hardware, unless hw is its answer already, and the container_run_args
+// plugin for its engine flags, so that a broken plugin stops the run
+// before any sandbox starts.
+func applyPlugins(ctx context.Context, plugins *plugin.Plugins, hw *plugin.Hardware, e *env.Env, rt runtime.Runtime, o *run.Options) error {
+	req := pluginRequest(e, rt.Name())
+	if hw == nil {
+		h, err := plugins.Hardware(ctx, req)
+		if err != nil {
+			return err
+		}
+		hw = &h
+	}
+	if err := plugin.CheckRuntime(*hw, rt.Name()); err != nil {
 		return err
 	}
-	req := plugin.Request{Environment: e.Name, EnvironmentDir: e.Dir, Hardware: e.Hardware, Runtime: rt.Name()}
-	hw, err := plugins.Hardware(ctx, req)
-	if err != nil {
-		return err
-	}
-	if err := plugin.CheckRuntime(hw, rt.Name()); err != nil {
-		return err
-	}
-	args, err := plugins.RunArgs(ctx, req, hw)
+	args, err := plugins.RunArgs(ctx, req, *hw)
 	if err != nil {
 		return err
 	}
 	e.Hardware = hw.Env()
 	o.ExtraArgs = append(o.ExtraArgs, args...)
 	return nil
+}
+
+// pluginRequest tells the plugins about the environment e on the runtime
+// called rt.
+func pluginRequest(e *env.Env, rt string) plugin.Request {
+	return plugin.Request{Environment: e.Name, EnvironmentDir: e.Dir, Hardware: e.Hardware, Runtime: rt}
 }
 
 // loadPlugins reads the plugins configured for the working directory.
@@ -214,16 +235,6 @@ func loadPlugins() (*plugin.Plugins, error) {
 		return nil, err
 	}
 	return plugin.Load(wd)
-}
-
-// pluginHardware asks the hardware plugin, if any, for the task's
-// hardware on runtime rt.
-func pluginHardware(ctx context.Context, e *env.Env, rt string) (plugin.Hardware, error) {
-	plugins, err := loadPlugins()
-	if err != nil {
-		return plugin.Hardware{}, err
-	}
-	return plugins.Hardware(ctx, plugin.Request{Environment: e.Name, EnvironmentDir: e.Dir, Hardware: e.Hardware, Runtime: rt})
 }
 
 func envOr(k, def string) string {

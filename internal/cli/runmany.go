@@ -97,10 +97,11 @@ type outcome struct {
 func (a *app) runMany(ctx context.Context, o run.Options, n, parallel int, show sink) ([]outcome, time.Duration, error) {
 	defer show.close()
 	e := o.Env
-	if _, _, _, err := run.BuildFor(ctx, o); err != nil {
+	img, err := run.Prepare(ctx, o)
+	if err != nil {
 		return nil, 0, err
 	}
-	o.Rebuild = false
+	o.Image = img
 	if err := os.MkdirAll(o.RunsDir, 0o755); err != nil {
 		return nil, 0, fmt.Errorf("make the runs directory: %w", err)
 	}

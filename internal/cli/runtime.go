@@ -17,20 +17,24 @@ const runtimeFlagHelp = "runtime to use: firecracker, apple-container, modal, do
 // picked and why, and runs its preflight, stopping with the failed checks
 // and their fixes.
 func (a *app) pickRuntime(ctx context.Context, name string) (runtime.Runtime, error) {
-	return a.pickRuntimeFor(ctx, name, true)
+	name, why := chooseRuntime(name)
+	return a.openRuntime(ctx, name, why, true)
 }
 
-// pickRuntimeFor is pickRuntime; without build, the build's own checks
+// chooseRuntime is the runtime --runtime names, or the default when it
+// names none, and why.
+func chooseRuntime(flag string) (name, why string) {
+	if flag != "" {
+		return flag, "chosen with --runtime"
+	}
+	name, why = registry.Default(runtime.RealHost())
+	return name, why + "; pass --runtime to choose another"
+}
+
+// openRuntime looks up the runtime called name, logs it with why it was
+// chosen, and runs its preflight; without build, the build's own checks
 // wait until a build is needed.
-func (a *app) pickRuntimeFor(ctx context.Context, name string, build bool) (runtime.Runtime, error) {
-	why := "chosen with --runtime"
-	if a.runtimeWhy != "" {
-		why = a.runtimeWhy
-	}
-	if name == "" {
-		name, why = registry.Default(runtime.RealHost())
-		why += "; pass --runtime to choose another"
-	}
+func (a *app) openRuntime(ctx context.Context, name, why string, build bool) (runtime.Runtime, error) {
 	rt, err := registry.Lookup(name)
 	if err != nil {
 		return nil, &usageError{err: err, help: hint.Of(err)}

@@ -52,13 +52,32 @@ func Build(ctx context.Context, rt runtime.Runtime, e *env.Env, force bool, log 
 	return buildTag(ctx, rt, e, tag, force, log)
 }
 
-// BuildFor is Build, or BuildDev for a --dev run, for the run o.
-func BuildFor(ctx context.Context, o Options) (string, *runtime.ImageInfo, bool, error) {
+// Image is a run's image on its runtime, ready to run, and the chalk
+// binary that runs as the harness inside it.
+type Image struct {
+	Tag     string
+	Harness string // HarnessBinary for the image's architecture
+}
+
+// Prepare makes sure the image of the run o exists (Build, or BuildDev
+// for a --dev run) and finds the harness binary for it. The runs of -n
+// share what it returns, in Options.Image: they run one environment on
+// one runtime, so one check holds for all of them, and every run runs the
+// same image even if the environment changes while they run.
+func Prepare(ctx context.Context, o Options) (*Image, error) {
 	build := Build
 	if o.DevMount != "" {
 		build = BuildDev
 	}
-	return build(ctx, o.Runtime, o.Env, o.Rebuild, o.BuildLog)
+	tag, info, _, err := build(ctx, o.Runtime, o.Env, o.Rebuild, o.BuildLog)
+	if err != nil {
+		return nil, err
+	}
+	bin, err := HarnessBinary(info.Architecture)
+	if err != nil {
+		return nil, err
+	}
+	return &Image{Tag: tag, Harness: bin}, nil
 }
 
 // BuildDev is Build for a --dev run: see DevTag.

@@ -63,6 +63,10 @@ type Options struct {
 	// FaultDropStreamEvery, for tests, drops the connection to the
 	// harness's event stream after every that many events.
 	FaultDropStreamEvery int
+	// Image, when set, is what Prepare returned for these options: the
+	// run takes it instead of hashing the environment and asking the
+	// runtime for its image again.
+	Image *Image
 	// ExtraArgs are engine flags for the sandbox (container_run_args).
 	ExtraArgs []string
 	// Event, when set, sees every event as it is written.
@@ -110,14 +114,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		// Runs of -n share o's Mounts: append to a copy.
 		o.Mounts = append(slices.Clip(o.Mounts), runtime.Mount{Source: e.Dir, Target: o.DevMount, ReadOnly: true})
 	}
-	tag, image, _, err := BuildFor(ctx, o)
-	if err != nil {
-		return nil, err
+	img := o.Image
+	if img == nil {
+		var err error
+		if img, err = Prepare(ctx, o); err != nil {
+			return nil, err
+		}
 	}
-	bin, err := HarnessBinary(image.Architecture)
-	if err != nil {
-		return nil, err
-	}
+	tag, bin := img.Tag, img.Harness
 
 	runsDir, err := filepath.Abs(o.RunsDir)
 	if err != nil {
