@@ -32,8 +32,6 @@ type app struct {
 	stdout, stderr io.Writer
 	log            *slog.Logger
 	verbose        bool
-	// runtimeWhy, when set, is why the command chose its runtime itself.
-	runtimeWhy string
 }
 
 // Main runs chalk with args and returns the process exit code.

@@ -177,9 +177,9 @@ forwarded from your shell into the sandbox.`,
 // runRuntime picks the run's runtime and runs its preflight. Without
 // --runtime (flag), it asks the hardware plugin first: tasks whose
 // hardware passes devices through (a GPU) run under docker, the others on
-// the default. That answer is the run's hardware whichever runtime it
-// leads to, and is returned so that the plugin runs once; nil when it was
-// not asked.
+// the default. When the answer keeps the runtime it asked about, it is
+// the run's hardware and is returned, so that the plugin runs once; nil
+// when the plugin was not asked, or was asked about another runtime.
 func (a *app) runRuntime(ctx context.Context, flag string, plugins *plugin.Plugins, e *env.Env) (runtime.Runtime, *plugin.Hardware, error) {
 	name, why := chooseRuntime(flag)
 	var hw *plugin.Hardware
@@ -188,10 +188,13 @@ func (a *app) runRuntime(ctx context.Context, flag string, plugins *plugin.Plugi
 		if err != nil {
 			return nil, nil, err
 		}
-		if h.Passthrough() {
-			name, why = "docker", fmt.Sprintf("the task's hardware %q passes devices through, and such tasks run under docker", h.Name)
-		}
 		hw = &h
+		if h.Passthrough() && name != "docker" {
+			name, why = "docker", fmt.Sprintf("the task's hardware %q passes devices through, and such tasks run under docker", h.Name)
+			// The request names the runtime, and the plugin may answer
+			// differently for docker: it is asked again for it.
+			hw = nil
+		}
 	}
 	rt, err := a.openRuntime(ctx, name, why, false)
 	return rt, hw, err
