@@ -300,6 +300,7 @@ func (s *Server) stop(ctx context.Context, c store.Container, reason string) err
 			return err
 		}
 	}
+	s.forgetContainer(c.ID)
 	s.Log.Info("container stopped", "owner", c.Owner, "id", c.ID, "name", c.Name, "reason", reason)
 	return s.Store.SetContainerState(context.WithoutCancel(ctx), c.ID, c.EngineID, store.StateStopped, reason)
 }

@@ -22,6 +22,7 @@ type sessionInput struct {
 	to        input  // nil until attached
 	stop      func() // ends the attached process; for when the client goes
 	held      []byte
+	size      *pendingSize
 	eof       bool // the client's input ended before a process took it
 	attaching bool // held input is being handed over
 	left      bool
@@ -77,41 +78,72 @@ func (in *sessionInput) CloseWrite() error {
 	return nil
 }
 
-// Resize passes a terminal's new size to a process that has one.
+// Resize passes a terminal's new size to a process that has one; before
+// one is attached, the last size waits for it.
 func (in *sessionInput) Resize(ctx context.Context, cols, rows int) error {
 	in.mu.Lock()
-	t, ok := in.to.(interface {
+	to := in.to
+	if to == nil {
+		in.size = &pendingSize{ctx: ctx, cols: cols, rows: rows}
+	}
+	in.mu.Unlock()
+	if to == nil {
+		return nil
+	}
+	return resize(ctx, to, cols, rows)
+}
+
+// pendingSize is a terminal size that came before the process.
+type pendingSize struct {
+	ctx        context.Context
+	cols, rows int
+}
+
+func resize(ctx context.Context, to input, cols, rows int) error {
+	t, ok := to.(interface {
 		Resize(ctx context.Context, cols, rows int) error
 	})
-	in.mu.Unlock()
 	if !ok {
 		return nil
 	}
 	return t.Resize(ctx, cols, rows)
 }
 
-// attach makes to the session's input, first handing it what was held;
-// stop ends to's process when the client goes (at once if it has). A
-// session attaches one process.
-func (in *sessionInput) attach(to input, stop func()) {
+// attach makes to the session's input; stop ends to's process when the
+// client goes (at once if it has). What was held is handed over in the
+// background, so the caller can start taking the process's output at
+// once (a process that answers its input would otherwise stall on a full
+// output while its input is written); input that arrives meanwhile waits
+// its turn. The channel is closed when the handover is done. A session
+// attaches one process.
+func (in *sessionInput) attach(to input, stop func()) <-chan struct{} {
 	in.mu.Lock()
 	in.stop, in.attaching = stop, true
-	held, left := in.held, in.left
-	in.held = nil
+	held, left, size := in.held, in.left, in.size
+	in.held, in.size = nil, nil
 	in.mu.Unlock()
 	if left {
 		stop()
-	} else if len(held) > 0 {
-		_, _ = to.Write(held)
 	}
-	in.mu.Lock()
-	in.to, in.attaching = to, false
-	eof := in.eof
-	in.changed.Broadcast()
-	in.mu.Unlock()
-	if eof {
-		_ = to.CloseWrite()
-	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if !left && len(held) > 0 {
+			_, _ = to.Write(held)
+		}
+		if size != nil {
+			_ = resize(size.ctx, to, size.cols, size.rows)
+		}
+		in.mu.Lock()
+		in.to, in.attaching = to, false
+		eof := in.eof
+		in.changed.Broadcast()
+		in.mu.Unlock()
+		if eof {
+			_ = to.CloseWrite()
+		}
+	}()
+	return done
 }
 
 // leave records that the client went, and stops the attached process.

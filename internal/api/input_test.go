@@ -2,6 +2,8 @@ package api
 
 import (
 	"bytes"
+	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -51,7 +53,7 @@ func TestSessionInputHoldsUntilAttached(t *testing.T) {
 	}
 	r := &inputRecorder{}
 	stopped := false
-	in.attach(r, func() { stopped = true })
+	<-in.attach(r, func() { stopped = true })
 	got, closed, late := r.state()
 	if got != "SSH-2.0-client\r\n" || !closed || late != 0 {
 		t.Fatalf("after attach: %q, closed %v, %d writes after the close; want the held input, then the EOF", got, closed, late)
@@ -79,7 +81,7 @@ func TestSessionInputKeepsOrder(t *testing.T) {
 	}()
 	time.Sleep(time.Millisecond)
 	r := &inputRecorder{}
-	in.attach(r, func() {})
+	<-in.attach(r, func() {})
 	<-done
 	if got, _, _ := r.state(); got != want.String() {
 		t.Fatalf("input out of order or lost: got %d bytes, want %d", len(got), n)
@@ -104,7 +106,7 @@ func TestSessionInputBounded(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 	r := &inputRecorder{}
-	in.attach(r, func() {})
+	<-in.attach(r, func() {})
 	<-wrote
 	if got, _, _ := r.state(); len(got) != heldMax+1 {
 		t.Fatalf("the process got %d bytes, want %d", len(got), heldMax+1)
@@ -116,7 +118,7 @@ func TestSessionInputBounded(t *testing.T) {
 func TestSessionInputLeave(t *testing.T) {
 	in := newSessionInput()
 	stops := 0
-	in.attach(&inputRecorder{}, func() { stops++ })
+	<-in.attach(&inputRecorder{}, func() { stops++ })
 	in.leave()
 	in.leave()
 	if stops != 1 || !isClosed(in.gone) {
@@ -133,8 +135,54 @@ func TestSessionInputLeave(t *testing.T) {
 	early.leave()
 	<-wrote
 	stopped := false
-	early.attach(&inputRecorder{}, func() { stopped = true })
+	<-early.attach(&inputRecorder{}, func() { stopped = true })
 	if !stopped {
 		t.Fatal("a process attached after the client left was not stopped")
 	}
+}
+
+// sizedRecorder is an input with a terminal.
+type sizedRecorder struct {
+	inputRecorder
+	sizes [][2]int
+}
+
+func (r *sizedRecorder) Resize(_ context.Context, cols, rows int) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sizes = append(r.sizes, [2]int{cols, rows})
+	return nil
+}
+
+// TestSessionInputResizeBeforeAttach: the last size that came before the
+// process reaches it; later ones go straight through.
+func TestSessionInputResizeBeforeAttach(t *testing.T) {
+	in := newSessionInput()
+	ctx := context.Background()
+	_ = in.Resize(ctx, 80, 24)
+	_ = in.Resize(ctx, 100, 30)
+	r := &sizedRecorder{}
+	<-in.attach(r, func() {})
+	_ = in.Resize(ctx, 120, 40)
+	if want := [][2]int{{100, 30}, {120, 40}}; !slices.Equal(r.sizes, want) {
+		t.Fatalf("sizes %v, want %v", r.sizes, want)
+	}
+}
+
+// echoInput answers each write on out, which nobody reads until attach
+// returns: a handover that wrote from attach itself would never end.
+type echoInput struct{ out chan []byte }
+
+func (e echoInput) Write(p []byte) (int, error) { e.out <- p; return len(p), nil }
+func (e echoInput) CloseWrite() error           { return nil }
+
+func TestSessionInputAttachDoesNotWaitForTheHandover(t *testing.T) {
+	in := newSessionInput()
+	_, _ = in.Write([]byte("hello"))
+	e := echoInput{out: make(chan []byte)}
+	done := in.attach(e, func() {})
+	if got := <-e.out; string(got) != "hello" {
+		t.Fatalf("handed over %q", got)
+	}
+	<-done
 }

@@ -109,6 +109,11 @@ func (s *Server) fill() {
 // that ended while the server was down. Call it before serving.
 func (s *Server) Prepare(ctx context.Context) error {
 	s.fill()
+	id, err := s.Store.ServerID(ctx)
+	if err != nil {
+		return err
+	}
+	s.Host.Mark = id
 	if err := s.Host.EnsureNetwork(ctx); err != nil {
 		return err
 	}

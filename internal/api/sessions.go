@@ -108,7 +108,13 @@ func (s *Server) proxySession(w http.ResponseWriter, r *http.Request, who store.
 		} else {
 			ex, why = s.bridgeSocket(ctx, ws, lower, l.x, l.sock, stderr, in)
 		}
-		if why == nil || errors.Is(why, errConnectorMissing) && !l.known {
+		if why == nil || errors.Is(why, errConnectorMissing) && !l.known || isClosed(in.gone) {
+			if ex.Kind == session.ErrNotFound && l.known {
+				// Through stdio the missing connector shows only once
+				// input has gone its way: no second try, but the next
+				// session probes again.
+				s.forgetConnector(c.ID)
+			}
 			ex = s.explain(ctx, ws, ex, stderr, l.conn, c.Name, port)
 			break
 		}
@@ -190,6 +196,14 @@ func (s *Server) explain(ctx context.Context, ws *websocket.Conn, ex session.Exi
 		ex.Error = fmt.Sprintf("nothing is listening on 127.0.0.1:%d in container %s", port, name)
 		ex.Hint = fmt.Sprintf("start the server in the container, or check the port it listens on: chalk session exec %s sh -- -c 'ss -ltn || netstat -ltn'", name)
 		return ex
+	case ex.Kind == session.ErrNotFound:
+		ex.Error = fmt.Sprintf("the connector (%s) is no longer in container %s", conn, name)
+		ex.Hint = "try again: the next session looks for another; " + session.NoConnectorHint
+	case ex.Code > 128 && ex.Code < 128+65 && ex.Error == "":
+		// Killed: by the server ending its sessions, or with its
+		// container.
+		ex.Kind = session.ErrFailed
+		ex.Error = fmt.Sprintf("the connector (%s) in container %s was killed (signal %d): the container stopped, or the server ended the session", conn, name, ex.Code-128)
 	case ex.Code > 0 && ex.Error == "":
 		ex.Kind = session.ErrFailed
 		ex.Error = fmt.Sprintf("the connector (%s) in container %s failed with exit status %d", conn, name, ex.Code)
@@ -306,10 +320,11 @@ func (s *Server) bridgeSocket(ctx context.Context, ws *websocket.Conn, lower *se
 		default:
 		}
 		if sx, failed := startExit(err); failed {
+			ex = sx
 			if sx.Kind == session.ErrNotFound {
-				return sx, errConnectorMissing
+				return ex, errConnectorMissing
 			}
-			return sx, nil
+			return ex, nil
 		}
 		if strings.Contains(stderr.text(), hostclass.SocketMount) {
 			return ex, errors.New("the connector could not reach its socket")

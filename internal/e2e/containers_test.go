@@ -138,8 +138,10 @@ func TestRestartKeepsState(t *testing.T) {
 	longEngine := w.engineID(t, longID)
 	// What a server killed with SIGKILL leaves: a process of a session
 	// (it carries the server's mark), beside one an admin started with
-	// docker exec, which is not the server's to end.
-	for _, args := range [][]string{{"-e", hostclass.SessionMark, longEngine, "sleep", "1001"}, {longEngine, "sleep", "1002"}} {
+	// docker exec, which is not the server's to end even though it has
+	// the variable, with another value.
+	mine := hostclass.SessionEnv + "=" + w.srv.Host.Mark
+	for _, args := range [][]string{{"-e", mine, longEngine, "sleep", "1001"}, {"-e", hostclass.SessionEnv + "=1", longEngine, "sleep", "1002"}} {
 		if out, err := exec.Command("docker", append([]string{"exec", "-d"}, args...)...).CombinedOutput(); err != nil {
 			t.Fatalf("docker exec: %v\n%s", err, out)
 		}
@@ -179,8 +181,8 @@ func TestRestartKeepsState(t *testing.T) {
 		t.Fatalf("after restart, want the session's leftover gone and the admin's process kept: %q", w.procs(t, longID))
 	}
 	// Every session process carries the mark.
-	if got := w.mustChalk(t, w.alice, "session", "exec", long, "sh", "--", "-c", "echo $CHALK_SESSION"); got != "1\n" {
-		t.Fatalf("CHALK_SESSION in a session: %q", got)
+	if got := w.mustChalk(t, w.alice, "session", "exec", long, "sh", "--", "-c", "echo $CHALK_SESSION"); got != w.srv.Host.Mark+"\n" || len(w.srv.Host.Mark) != 16 {
+		t.Fatalf("CHALK_SESSION in a session: %q, want the server's mark %q", got, w.srv.Host.Mark)
 	}
 }
 

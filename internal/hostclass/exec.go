@@ -109,7 +109,7 @@ func (h *Host) httpClient() *http.Client {
 func (h *Host) StartExec(ctx context.Context, engineID string, spec ExecSpec) (*Exec, error) {
 	create := map[string]any{
 		"AttachStdin": true, "AttachStdout": true, "AttachStderr": true,
-		"Tty": spec.TTY, "Cmd": spec.Cmd, "Env": append(slices.Clip(spec.Env), SessionMark),
+		"Tty": spec.TTY, "Cmd": spec.Cmd, "Env": h.markEnv(spec.Env),
 	}
 	startBody := map[string]any{"Detach": false, "Tty": spec.TTY}
 	if spec.TTY && spec.Cols > 0 && spec.Rows > 0 {
@@ -159,6 +159,14 @@ func (h *Host) StartExec(ctx context.Context, engineID string, spec ExecSpec) (*
 	}
 	_ = conn.SetDeadline(time.Time{})
 	return &Exec{h: h, ID: created.Id, tty: spec.TTY, conn: conn, br: br}, nil
+}
+
+// markEnv is env with the Host's Mark added, when it has one.
+func (h *Host) markEnv(env []string) []string {
+	if h.Mark == "" {
+		return env
+	}
+	return append(slices.Clip(env), SessionEnv+"="+h.Mark)
 }
 
 func notExecutable(msg string) bool {

@@ -42,6 +42,9 @@ type Host struct {
 	Network string
 	// Socket is the docker daemon's unix socket, for exec.
 	Socket string
+	// Mark tells the processes this server starts in containers from
+	// others (see SessionEnv); "" marks none.
+	Mark string
 	// SocketRoot is a directory on this host holding, for each
 	// container, the directory of its session sockets (see SocketMount).
 	// Empty: sessions go through docker exec's stdio alone.

@@ -58,6 +58,10 @@ CREATE TABLE IF NOT EXISTS volumes (
 	created_at  INTEGER NOT NULL,
 	PRIMARY KEY (owner, name)
 );
+CREATE TABLE IF NOT EXISTS settings (
+	key   TEXT PRIMARY KEY,
+	value TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS images (
 	owner      TEXT NOT NULL,
 	name       TEXT NOT NULL,

@@ -157,3 +157,23 @@ func TestExpired(t *testing.T) {
 		t.Fatalf("expired: %q, want past and due", names)
 	}
 }
+
+// TestServerIDKept: the identity is made once and survives a reopen;
+// another database has another.
+func TestServerIDKept(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "db")
+	a := open(t, path)
+	first, err := a.ServerID(ctx)
+	if err != nil || len(first) != 16 {
+		t.Fatalf("ServerID: %q, %v", first, err)
+	}
+	again, _ := a.ServerID(ctx)
+	a.Close()
+	reopened, _ := open(t, path).ServerID(ctx)
+	other, _ := open(t, filepath.Join(dir, "other")).ServerID(ctx)
+	if again != first || reopened != first || other == first {
+		t.Fatalf("first %q, again %q, after reopening %q, another database %q", first, again, reopened, other)
+	}
+}
