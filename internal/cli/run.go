@@ -73,7 +73,8 @@ forwarded from your shell into the sandbox.`,
 					return err
 				}
 			}
-			plugins, err := loadPlugins()
+			plugins, err := plugin.Load("") // the working directory's
+
 			if err != nil {
 				return err
 			}
@@ -189,11 +190,13 @@ func (a *app) runRuntime(ctx context.Context, flag string, plugins *plugin.Plugi
 			return nil, nil, err
 		}
 		hw = &h
-		if h.Passthrough() && name != "docker" {
+		if h.Passthrough() {
+			if name != "docker" {
+				// The request names the runtime, and the plugin may
+				// answer differently for docker: it is asked again.
+				hw = nil
+			}
 			name, why = "docker", fmt.Sprintf("the task's hardware %q passes devices through, and such tasks run under docker", h.Name)
-			// The request names the runtime, and the plugin may answer
-			// differently for docker: it is asked again for it.
-			hw = nil
 		}
 	}
 	rt, err := a.openRuntime(ctx, name, why, false)
@@ -229,15 +232,6 @@ func applyPlugins(ctx context.Context, plugins *plugin.Plugins, hw *plugin.Hardw
 // called rt.
 func pluginRequest(e *env.Env, rt string) plugin.Request {
 	return plugin.Request{Environment: e.Name, EnvironmentDir: e.Dir, Hardware: e.Hardware, Runtime: rt}
-}
-
-// loadPlugins reads the plugins configured for the working directory.
-func loadPlugins() (*plugin.Plugins, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return nil, err
-	}
-	return plugin.Load(wd)
 }
 
 func envOr(k, def string) string {
