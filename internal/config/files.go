@@ -65,9 +65,18 @@ func findProject(dir string) (string, fs.FileInfo, error) {
 	}
 	for d := start; ; d = filepath.Dir(d) {
 		p := filepath.Join(d, filepath.FromSlash(ProjectFile))
-		if fi, err := stat(p); err != nil || fi != nil {
-			return p, fi, err
+		fi, err := stat(p)
+		switch {
+		case errors.Is(err, fs.ErrPermission) && d != start:
+			// A directory above the project that is not ours to read
+			// (another user's /tmp/.chalk): not our project's.
+		case err != nil:
+			return p, nil, err
+		case fi != nil && !ownedByOther(fi):
+			return p, fi, nil
 		}
+		// A file someone else owns is passed over: its plugins would
+		// run as whoever runs chalk below it.
 		if filepath.Dir(d) == d {
 			return "", nil, nil
 		}

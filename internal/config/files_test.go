@@ -194,3 +194,25 @@ func TestFilesWorkingDirectoryGone(t *testing.T) {
 		t.Fatalf("Files: %q, %v; want only the user's file", got, err)
 	}
 }
+
+// TestFilesPassOverOthersFiles: a project file another user owns is not
+// read (its plugins would run as the one running chalk); the search goes
+// on above it.
+func TestFilesPassOverOthersFiles(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("giving a file to another user needs root")
+	}
+	root := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(root, "xdg"))
+	mine := filepath.Join(root, ProjectFile)
+	write(t, mine, "")
+	theirs := filepath.Join(root, "shared", ProjectFile)
+	write(t, theirs, "")
+	if err := os.Chown(theirs, 12345, 12345); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Files(filepath.Join(root, "shared"))
+	if err != nil || !slices.Equal(got, []string{mine}) {
+		t.Fatalf("Files: %q, %v; want %q only", got, err, mine)
+	}
+}
