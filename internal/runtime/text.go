@@ -41,11 +41,15 @@ func ShellQuote(s string) string {
 }
 
 // ShellJoin writes argv as one POSIX shell command line, each word quoted
-// by ShellQuote.
+// by ShellQuote. A first word with "=" is quoted too: bare, the shell
+// would take it for a variable assignment, not the program.
 func ShellJoin(argv []string) string {
 	q := make([]string, len(argv))
 	for i, a := range argv {
 		q[i] = ShellQuote(a)
+		if i == 0 && q[i] == a && strings.Contains(a, "=") {
+			q[i] = "'" + a + "'"
+		}
 	}
 	return strings.Join(q, " ")
 }

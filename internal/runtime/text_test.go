@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -31,4 +32,18 @@ func TestShellQuoteRoundTrip(t *testing.T) {
 	out, err := exec.Command("sh", "-c", "printf '%s\\0' "+ShellJoin(words)).Output()
 	require.NoError(t, err)
 	require.Equal(t, words, strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00"))
+}
+
+// A command whose program has "=" in its name runs that program, not an
+// assignment.
+func TestShellJoinFirstWordWithEquals(t *testing.T) {
+	dir := t.TempDir()
+	prog := dir + "/a=b"
+	require.NoError(t, os.WriteFile(prog, []byte("#!/bin/sh\necho ran \"$@\"\n"), 0o755))
+	out, err := exec.Command("sh", "-c", "cd "+ShellQuote(dir)+" && "+ShellJoin([]string{"./a=b", "x=y"})).Output()
+	require.NoError(t, err)
+	require.Equal(t, "ran x=y\n", string(out))
+	out, err = exec.Command("sh", "-c", "PATH="+ShellQuote(dir)+":$PATH; "+ShellJoin([]string{"a=b", "x=y"})).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Equal(t, "ran x=y\n", string(out))
 }
