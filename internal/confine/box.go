@@ -68,6 +68,9 @@ func Build(o Options) (*Box, error) {
 	b := &Box{opts: o}
 	if cg, err := NewCgroup(o.CgroupName, o.Limits); err == nil {
 		b.Cgroup = cg
+		// A cgroup made before (by an earlier session in this
+		// sandbox) may count OOM kills already: only new ones count.
+		b.oomSeen, _ = cg.OOM()
 		b.Enforced.because("memory", Kernel, "")
 		b.Enforced.because("processes", Kernel, "")
 	} else {
@@ -185,9 +188,9 @@ func (b *Box) Watch(ctx context.Context, hit func(LimitHit)) {
 func (b *Box) check(lim Limits, n int, report func(LimitHit)) {
 	if b.Cgroup != nil {
 		// One process over the limit ends them all, once: the kill ends
-		// the student, and what runs in the box afterwards (the check's
-		// next probe) is not killed for an OOM it did not cause. While
-		// the kernel holds them at the limit, each look kills again.
+		// the student, and a process the box runs afterwards is not
+		// killed for an OOM it did not cause. While the kernel holds
+		// them at the limit (cgroup v1), each look kills again.
 		if kills, held := b.Cgroup.OOM(); held || kills > b.oomSeen {
 			b.oomSeen = kills
 			b.KillAll()
