@@ -84,10 +84,28 @@ type summaries struct {
 	onRead func(path string, from, to int64)
 }
 
+// cached is one run's summary. Its lock is held while its transcript is
+// read, so that runs are read side by side and each once at a time.
 type cached struct {
+	mu      sync.Mutex
 	sum     Summary
 	off     int64
 	modTime time.Time
+}
+
+// entry is the cache entry of the transcript at path.
+func (c *summaries) entry(path string) *cached {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]*cached{}
+	}
+	ent := c.m[path]
+	if ent == nil {
+		ent = &cached{}
+		c.m[path] = ent
+	}
+	return ent
 }
 
 // get returns the summary of the run name, below root.
@@ -103,18 +121,16 @@ func (c *summaries) get(root *os.Root, name string) Summary {
 // A transcript shorter than from was replaced: read returns errReplaced.
 func (c *summaries) read(root *os.Root, name string, from int64) (Summary, []entry, int64, error) {
 	path := filepath.Join(name, TranscriptName)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[string]*cached{}
-	}
+	ent := c.entry(path)
+	ent.mu.Lock()
+	defer ent.mu.Unlock()
 	st, err := root.Stat(path)
 	if err != nil {
 		return Summary{Name: name, Status: "unreadable", Err: err.Error()}, nil, from, err
 	}
-	ent := c.m[path]
-	if ent == nil || st.Size() < ent.off || (st.Size() == ent.off && !st.ModTime().Equal(ent.modTime)) {
-		ent = &cached{sum: Summary{Name: name}}
+	if ent.sum.Name == "" || st.Size() < ent.off || (st.Size() == ent.off && !st.ModTime().Equal(ent.modTime)) {
+		// New, or replaced: read it from the start.
+		ent.sum, ent.off = Summary{Name: name}, 0
 	}
 	var entries []entry
 	next, start := from, ent.off
@@ -147,7 +163,6 @@ func (c *summaries) read(root *os.Root, name string, from int64) (Summary, []ent
 		ent.off, next = max(ent.off, off), max(from, off)
 	}
 	ent.modTime = st.ModTime()
-	c.m[path] = ent
 	s := ent.sum
 	if s.Status == "" {
 		s.Status = StatusRunning
