@@ -63,6 +63,11 @@ timeout = "1m"
 	}
 	e, err := env.Load(dir)
 	require.NoError(t, err)
+	// Removed afterwards, so that test runs do not pile images up in the
+	// daemon (a later run builds it again, from the build cache).
+	if tag, err := run.ImageTag(e); err == nil {
+		t.Cleanup(func() { _ = exec.Command("docker", "image", "rm", "-f", tag).Run() })
+	}
 	return e
 }
 
