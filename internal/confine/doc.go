@@ -9,4 +9,10 @@
 // capabilities the sandbox is started with (see Privileges). None of it
 // is passed on to the student: the student starts through Exec, which
 // drops it all before the student's first instruction runs.
+//
+// The box is made of Linux kernel features, and its code is in the
+// _linux.go files. Elsewhere (chalk on a Mac, a client of sandboxes) the
+// package holds what the host shares with the harness: Limits, the
+// network policies, the check's Report; its entry points say the box
+// needs Linux (see Supported).
 package confine

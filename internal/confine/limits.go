@@ -21,6 +21,14 @@ type Limits struct {
 // what would starve the harness.
 const DefaultProcesses = 4096
 
+// LimitHit is one limit the student ran into.
+type LimitHit struct {
+	Name        string // memory, processes, disk
+	Enforcement string // Kernel or Watchdog
+	Action      string // killed, denied
+	Detail      string
+}
+
 // Enforcement records how each limit and the firewall are enforced in one
 // sandbox: Kernel, Watchdog or None, with the reason when it is not
 // Kernel.

@@ -3,24 +3,11 @@ package confine
 import (
 	"net/netip"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
 )
-
-func TestCheckPolicy(t *testing.T) {
-	for _, p := range NetworkPolicies {
-		if err := CheckPolicy(p); err != nil {
-			t.Errorf("%s: %v", p, err)
-		}
-	}
-	err := CheckPolicy("open")
-	if err == nil || !strings.Contains(err.Error(), "proxy, none, internal, public") {
-		t.Fatalf("an unknown policy: %v", err)
-	}
-}
 
 // The filter checks the architecture first, refuses each denied system
 // call, reads clone's flags, and allows the rest.

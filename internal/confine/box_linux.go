@@ -48,14 +48,6 @@ type Box struct {
 	oomSeen int
 }
 
-// LimitHit is one limit the student ran into.
-type LimitHit struct {
-	Name        string // memory, processes, disk
-	Enforcement string // Kernel or Watchdog
-	Action      string // killed, denied
-	Detail      string
-}
-
 // Build sets up the box. Memory, processes and disk fall back to the
 // watchdog when the kernel cannot hold them; the firewall has no
 // fallback, so a firewall that cannot be installed is an error, and the
