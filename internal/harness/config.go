@@ -2,6 +2,9 @@
 // as the sandbox's entrypoint (`chalk harness CONFIG`), runs the student as
 // an unprivileged uid, then the grader, records every event as a transcript
 // line on its stdout, and packs /out for the host.
+//
+// The episode runs only on Linux (run_linux.go, process_linux.go); on any
+// host, chalk run uses the Config, the paths and the event stream here.
 package harness
 
 import (
