@@ -11,6 +11,7 @@ import (
 	"github.com/chalk-rl/chalk/internal/env"
 	"github.com/chalk-rl/chalk/internal/harness"
 	"github.com/chalk-rl/chalk/internal/hint"
+	"github.com/chalk-rl/chalk/internal/run"
 )
 
 func (a *app) checkCommand() *cobra.Command {
@@ -42,6 +43,9 @@ It exits 1 when the student gets less protection than it should. The JSON
 report's fields are described in docs/confinement.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := inSandbox("chalk check confinement", "'chalk doctor --confinement' runs it in a sandbox of each ready runtime (on macOS, with "+run.HarnessEnv+" set to a static Linux chalk)"); err != nil {
+				return err
+			}
 			mem, err := hardwareMemory(hardware)
 			if err != nil {
 				return err

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"time"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/chalk-rl/chalk/internal/confine"
 	"github.com/chalk-rl/chalk/internal/harness"
+	"github.com/chalk-rl/chalk/internal/hint"
+	"github.com/chalk-rl/chalk/internal/run"
 	"github.com/chalk-rl/chalk/internal/transcript"
 )
 
@@ -19,6 +22,9 @@ func (a *app) harnessCommand() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := inSandbox("chalk harness", harnessHint); err != nil {
+				return err
+			}
 			log := slog.New(slog.NewTextHandler(a.stderr, nil))
 			cfg, err := harness.ReadConfig(args[0])
 			if err != nil {
@@ -50,6 +56,9 @@ func (a *app) harnessCommand() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := inSandbox("chalk harness exec-student", harnessHint); err != nil {
+				return err
+			}
 			// Exec returns only when it failed; it told the harness why.
 			err := confine.Exec()
 			_ = err
@@ -57,4 +66,16 @@ func (a *app) harnessCommand() *cobra.Command {
 		},
 	})
 	return cmd
+}
+
+// harnessHint says where the harness runs instead.
+var harnessHint = "chalk run starts it in the sandbox; on macOS, run with --runtime docker and " + run.HarnessEnv + " set to a static Linux chalk (docs/runtimes.md)"
+
+// inSandbox refuses command, which runs only inside a Linux sandbox,
+// anywhere the student's box cannot be built; fix says where it runs.
+func inSandbox(command, fix string) error {
+	if err := confine.Supported(); err != nil {
+		return hint.Wrap(fmt.Errorf("%s runs only inside a Linux sandbox: %w", command, err), fix)
+	}
+	return nil
 }

@@ -45,6 +45,10 @@ Without --tls-cert/--tls-key the server makes a self-signed certificate in
 fingerprint when it pins it. Logs are JSON lines on stderr.`,
 		Args: maxArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := hostclass.Supported(); err != nil {
+				return hint.Wrap(fmt.Errorf("chalk server runs only on Linux: %w", err),
+					"run chalk server on a Linux machine with docker, and reach it from this one with 'chalk login'")
+			}
 			ctx := cmd.Context()
 			dir, err := serverDataDir(dataDir)
 			if err != nil {

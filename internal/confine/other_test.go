@@ -20,7 +20,7 @@ func TestOffLinux(t *testing.T) {
 		t.Fatalf("CheckConfinement: %+v", rep)
 	}
 	var out bytes.Buffer
-	if code := Probe("status", "", &out); code != 2 || !bytes.Contains(out.Bytes(), []byte("only on Linux")) {
+	if code := Probe("status", "", &out); code != 2 || !bytes.Contains(out.Bytes(), []byte("needs Linux")) {
 		t.Fatalf("Probe: exit %d, %q", code, out.String())
 	}
 }

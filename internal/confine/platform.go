@@ -6,7 +6,7 @@ import (
 )
 
 // errNotLinux is what confinement says off Linux.
-var errNotLinux = errors.New("the student's box is made of Linux kernel features (cgroups, nftables, seccomp, loop devices): it is built only on Linux, inside the sandbox")
+var errNotLinux = errors.New("the student's box needs Linux (cgroups, nftables, seccomp, loop devices)")
 
 // Supported returns nil where the student's box can be built, which is
 // Linux (given the privileges the sandbox is started with), and an

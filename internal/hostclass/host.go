@@ -15,6 +15,7 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -52,6 +53,19 @@ type Host struct {
 
 	clientOnce sync.Once
 	client     *http.Client
+}
+
+// errLinuxOnly: the host compute class runs the server's containers on
+// the Linux machine it runs on.
+var errLinuxOnly = errors.New("the host compute class needs Linux")
+
+// Supported returns nil on Linux, the one system the host compute class
+// runs on, and an error saying so elsewhere.
+func Supported() error {
+	if goruntime.GOOS != "linux" {
+		return errLinuxOnly
+	}
+	return nil
 }
 
 // New returns a Host on the docker daemon DOCKER_HOST names (or the
