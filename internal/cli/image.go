@@ -11,10 +11,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/moby/patternmatcher"
-	"github.com/moby/patternmatcher/ignorefile"
 	"github.com/spf13/cobra"
 
+	"github.com/chalk-rl/chalk/internal/env"
 	"github.com/chalk-rl/chalk/internal/hint"
 )
 
@@ -104,35 +103,12 @@ it already has.`,
 // tarContext writes dir as a tar stream, leaving out what .dockerignore
 // excludes. Symlinks are archived as links, never followed.
 func tarContext(dir string, w io.Writer) error {
-	var pm *patternmatcher.PatternMatcher
-	if f, err := os.Open(filepath.Join(dir, ".dockerignore")); err == nil {
-		patterns, err := ignorefile.ReadAll(f)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf(".dockerignore: %w", err)
-		}
-		if pm, err = patternmatcher.New(patterns); err != nil {
-			return fmt.Errorf(".dockerignore: %w", err)
-		}
+	pm, err := env.ReadIgnore(dir)
+	if err != nil {
+		return err
 	}
 	tw := tar.NewWriter(w)
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil || rel == "." {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if pm != nil && rel != "Dockerfile" && rel != ".dockerignore" {
-			if skip, _ := pm.MatchesOrParentMatches(rel); skip {
-				if d.IsDir() && !pm.Exclusions() {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-		}
+	err = env.WalkContext(dir, pm, []string{"Dockerfile", env.IgnoreFile}, func(p, rel string, d fs.DirEntry) error {
 		fi, err := d.Info()
 		if err != nil {
 			return err

@@ -13,8 +13,6 @@ import (
 	"strings"
 
 	"github.com/chalk-rl/chalk/internal/hint"
-	"github.com/moby/patternmatcher"
-	"github.com/moby/patternmatcher/ignorefile"
 )
 
 // IgnoreFile is the name of the file listing what the build context leaves
@@ -33,7 +31,7 @@ const hashVersion = "chalk env hash v1\n"
 // content (for a symbolic link, its target). Modification times, owners
 // and other permission bits do not count.
 func (e *Env) Hash() (string, error) {
-	pm, err := e.ignoreMatcher()
+	pm, err := ReadIgnore(e.Dir)
 	if err != nil {
 		return "", err
 	}
@@ -45,45 +43,12 @@ func (e *Env) Hash() (string, error) {
 	}
 
 	entries := map[string]fs.FileInfo{}
-	// parents holds the match results of each directory walked, for its
-	// children.
-	parents := map[string]patternmatcher.MatchInfo{}
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		if rel == "." {
-			return nil
-		}
-		slashRel := filepath.ToSlash(rel)
-		excluded := false
-		if pm != nil {
-			var info patternmatcher.MatchInfo
-			excluded, info, err = pm.MatchesUsingParentResults(slashRel, parents[filepath.ToSlash(filepath.Dir(rel))])
-			if err != nil {
-				return hint.Wrap(fmt.Errorf("%s: %w", filepath.Join(e.Dir, IgnoreFile), err), "fix the pattern")
-			}
-			if d.IsDir() {
-				parents[slashRel] = info
-			}
-		}
-		if excluded {
-			// A later "!pattern" may bring back something below an
-			// excluded directory, so walk it unless there is none.
-			if d.IsDir() && !pm.Exclusions() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
+	err = WalkContext(root, pm, nil, func(_, rel string, d fs.DirEntry) error {
 		fi, err := d.Info()
 		if err != nil {
 			return err
 		}
-		entries[slashRel] = fi
+		entries[rel] = fi
 		return nil
 	})
 	if err != nil {
@@ -129,32 +94,6 @@ func (e *Env) Hash() (string, error) {
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// ignoreMatcher reads .dockerignore, or returns nil when there is none.
-func (e *Env) ignoreMatcher() (*patternmatcher.PatternMatcher, error) {
-	p := filepath.Join(e.Dir, IgnoreFile)
-	f, err := os.Open(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, hint.Wrap(err, "check that "+p+" is readable")
-	}
-	defer f.Close()
-	patterns, err := ignorefile.ReadAll(f)
-	if err != nil {
-		return nil, hint.Wrap(fmt.Errorf("%s: %w", p, err), "check that "+p+" is a readable text file")
-	}
-	if len(patterns) == 0 {
-		return nil, nil
-	}
-	pm, err := patternmatcher.New(patterns)
-	if err != nil {
-		return nil, hint.Wrap(fmt.Errorf("%s: %w", p, err),
-			"fix the pattern; the syntax is that of Go's filepath.Match, plus ** and a leading ! to bring files back")
-	}
-	return pm, nil
 }
 
 // hashEntry writes one entry to h. Every field is either of fixed size or
